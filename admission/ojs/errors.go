@@ -1,0 +1,115 @@
+package ojs
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Error codes of the HTTP binding (ojs-http-binding.md 16.3).
+const (
+	CodeInvalidRequest   = "invalid_request"
+	CodeInvalidPayload   = "invalid_payload"
+	CodeNotFound         = "not_found"
+	CodeBackendError     = "backend_error"
+	CodeRateLimited      = "rate_limited"
+	CodeDuplicate        = "duplicate"
+	CodeQueuePaused      = "queue_paused"
+	CodeSchemaValidation = "schema_validation"
+	CodeUnsupported      = "unsupported"
+	CodeConflict         = "conflict"
+	CodePayloadTooLarge  = "payload_too_large"
+)
+
+// Sentinel errors. Wrap them (or use the typed errors below) so httpbind can
+// map them with errors.Is / errors.As.
+var (
+	ErrNotFound     = errors.New("not found")
+	ErrDuplicate    = errors.New("duplicate job")
+	ErrInvalidState = errors.New("invalid state transition")
+	ErrQueuePaused  = errors.New("queue paused")
+	ErrUnavailable  = errors.New("backend unavailable")
+	ErrInvalid      = errors.New("invalid request")
+	ErrConflict     = errors.New("conflict")
+	ErrShuttingDown = errors.New("server shutting down")
+	ErrTooLarge     = errors.New("payload too large")
+)
+
+// ValidationError names the field and the rule a request broke. It maps to
+// 400 invalid_request.
+type ValidationError struct {
+	Field    string // JSON path, e.g. "options.retry.max_attempts"
+	Rule     string // what was expected, e.g. "integer >= 1"
+	Received string // what was sent, shortened; may be empty
+	Message  string // optional full sentence; built from the rest if empty
+}
+
+func (e *ValidationError) Error() string {
+	if e.Message != "" {
+		return e.Message
+	}
+	if e.Received != "" {
+		return fmt.Sprintf("field '%s' must be %s (received %s)", e.Field, e.Rule, e.Received)
+	}
+	return fmt.Sprintf("field '%s' must be %s", e.Field, e.Rule)
+}
+
+// Unwrap makes errors.Is(err, ErrInvalid) true.
+func (e *ValidationError) Unwrap() error { return ErrInvalid }
+
+// NotFoundError says which resource is missing. It maps to 404.
+type NotFoundError struct {
+	Resource string // "job", "queue", "dead_letter_job"
+	ID       string
+}
+
+func (e *NotFoundError) Error() string { return fmt.Sprintf("%s '%s' not found", e.Resource, e.ID) }
+
+// Unwrap makes errors.Is(err, ErrNotFound) true.
+func (e *NotFoundError) Unwrap() error { return ErrNotFound }
+
+// StateError is an illegal transition on a job. It maps to 409.
+type StateError struct {
+	JobID    string
+	Current  State
+	Expected State // may be empty
+	Op       string
+}
+
+func (e *StateError) Error() string {
+	if e.Expected != "" {
+		return fmt.Sprintf("cannot %s job %s: state is '%s', expected '%s'", e.Op, e.JobID, e.Current, e.Expected)
+	}
+	return fmt.Sprintf("cannot %s job %s in state '%s'", e.Op, e.JobID, e.Current)
+}
+
+// Unwrap makes errors.Is(err, ErrInvalidState) true.
+func (e *StateError) Unwrap() error { return ErrInvalidState }
+
+// DuplicateError is a job id (or unique key) that already exists. 409.
+type DuplicateError struct {
+	ExistingID string
+	UniqueKey  string
+}
+
+func (e *DuplicateError) Error() string {
+	if e.UniqueKey != "" {
+		return fmt.Sprintf("a job with unique key '%s' already exists (%s)", e.UniqueKey, e.ExistingID)
+	}
+	return fmt.Sprintf("a job with id '%s' already exists", e.ExistingID)
+}
+
+// Unwrap makes errors.Is(err, ErrDuplicate) true.
+func (e *DuplicateError) Unwrap() error { return ErrDuplicate }
+
+// QueuePausedError is an enqueue to a paused queue. 422 queue_paused.
+type QueuePausedError struct {
+	Queue    string
+	PausedAt *Time
+}
+
+func (e *QueuePausedError) Error() string {
+	return fmt.Sprintf("queue '%s' is currently paused", e.Queue)
+}
+
+// Unwrap makes errors.Is(err, ErrQueuePaused) true.
+func (e *QueuePausedError) Unwrap() error { return ErrQueuePaused }

@@ -1,0 +1,204 @@
+package ojs
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// SpecVersion is the OJS core version of every envelope jetgate writes.
+const SpecVersion = "1.0"
+
+// DefaultQueue is used when a job names no queue.
+const DefaultQueue = "default"
+
+// DefaultPriority is the priority of a job that sets none (ojs-priority.md:
+// lower value runs first, default 2).
+const DefaultPriority = 2
+
+// MaxPriority is the largest priority accepted (PRI-006 asks for >= 255).
+// Each priority in use is one subject and one consumer, so the range is
+// bounded; 0..999 keeps the ready subjects three digits wide.
+const MaxPriority = 999
+
+// Job is the OJS job envelope plus the fields the server manages. Client
+// fields are set by Parse; system fields only by the server.
+//
+// Unknown top-level fields are kept in Extra and written back unchanged, so
+// envelopes from newer clients round-trip (ojs-json-format.md).
+type Job struct {
+	// Client-provided.
+	SpecVersion string          `json:"specversion"`
+	ID          string          `json:"id"`
+	Type        string          `json:"type"`
+	Queue       string          `json:"queue"`
+	Args        json.RawMessage `json:"args"`
+	Meta        json.RawMessage `json:"meta,omitempty"`
+	Priority    int             `json:"priority"`
+	Tags        []string        `json:"tags,omitempty"`
+	Schema      string          `json:"schema,omitempty"`
+	Unique      json.RawMessage `json:"unique,omitempty"`
+	// Timeout is the execution timeout in seconds (0: server default).
+	Timeout int `json:"timeout,omitempty"`
+	// VisibilityTimeoutMs is the reservation period of a fetched job.
+	VisibilityTimeoutMs int64        `json:"visibility_timeout_ms,omitempty"`
+	ScheduledAt         *Time        `json:"scheduled_at,omitempty"`
+	ExpiresAt           *Time        `json:"expires_at,omitempty"`
+	Retry               *RetryPolicy `json:"retry,omitempty"`
+	// Pending asks for the job to be staged until activated.
+	Pending bool `json:"-"`
+
+	// System-managed.
+	State         State           `json:"state"`
+	Attempt       int             `json:"attempt"`
+	MaxAttempts   int             `json:"max_attempts"`
+	CreatedAt     *Time           `json:"created_at,omitempty"`
+	EnqueuedAt    *Time           `json:"enqueued_at,omitempty"`
+	StartedAt     *Time           `json:"started_at,omitempty"`
+	CompletedAt   *Time           `json:"completed_at,omitempty"`
+	CancelledAt   *Time           `json:"cancelled_at,omitempty"`
+	DiscardedAt   *Time           `json:"discarded_at,omitempty"`
+	ActivatedAt   *Time           `json:"activated_at,omitempty"`
+	NextAttemptAt *Time           `json:"next_attempt_at,omitempty"`
+	WorkerID      string          `json:"worker_id,omitempty"`
+	Error         *JobError       `json:"error,omitempty"`
+	Errors        []JobError      `json:"errors,omitempty"`
+	Result        json.RawMessage `json:"result,omitempty"`
+
+	// Extra holds unknown top-level fields, written back verbatim.
+	Extra map[string]json.RawMessage `json:"-"`
+
+	// Internal is server bookkeeping stored with the record under
+	// "x_jetgate" and never shown to clients (see Public).
+	Internal Internal `json:"-"`
+}
+
+// Internal is the server's bookkeeping on a job record.
+type Internal struct {
+	// Token changes on every transition. Messages that act on a job later
+	// (ready messages, timers) carry the token of the transition that
+	// created them and are ignored once the record's token has moved on.
+	Token string `json:"token,omitempty"`
+	// LeaseUntil is when an active job's visibility timeout expires.
+	LeaseUntil *Time `json:"lease_until,omitempty"`
+	// Subject is the ready subject the job was last published on.
+	Subject string `json:"subject,omitempty"`
+}
+
+// JobError is the error object of a failed attempt (ojs-core.md section 8,
+// with the binding's code/message/retryable/details shape).
+type JobError struct {
+	Code      string          `json:"code,omitempty"`
+	Type      string          `json:"type,omitempty"`
+	Message   string          `json:"message"`
+	Retryable *bool           `json:"retryable,omitempty"`
+	Details   json.RawMessage `json:"details,omitempty"`
+	Backtrace json.RawMessage `json:"backtrace,omitempty"`
+	Attempt   int             `json:"attempt,omitempty"`
+	At        *Time           `json:"occurred_at,omitempty"`
+}
+
+// Kind is the error's type for non-retryable matching: Type if set, else Code.
+func (e *JobError) Kind() string {
+	if e.Type != "" {
+		return e.Type
+	}
+	return e.Code
+}
+
+// Clone returns a deep enough copy of j for a transition: slices and maps
+// that transitions append to are copied, raw JSON is shared (never mutated).
+func (j *Job) Clone() *Job {
+	c := *j
+	c.Tags = append([]string(nil), j.Tags...)
+	c.Errors = append([]JobError(nil), j.Errors...)
+	if j.Extra != nil {
+		c.Extra = make(map[string]json.RawMessage, len(j.Extra))
+		for k, v := range j.Extra {
+			c.Extra[k] = v
+		}
+	}
+	return &c
+}
+
+// Public returns a copy of j without server bookkeeping, for responses.
+func (j *Job) Public() *Job {
+	c := *j
+	c.Internal = Internal{}
+	return &c
+}
+
+// VisibilityTimeout returns the job's reservation period or def.
+func (j *Job) VisibilityTimeout(def time.Duration) time.Duration {
+	if j.VisibilityTimeoutMs > 0 {
+		return time.Duration(j.VisibilityTimeoutMs) * time.Millisecond
+	}
+	return def
+}
+
+type jobAlias Job
+
+// MarshalJSON writes the envelope, then Extra, then Internal as x_jetgate.
+func (j Job) MarshalJSON() ([]byte, error) {
+	if j.Args == nil {
+		j.Args = json.RawMessage("[]")
+	}
+	b, err := json.Marshal(jobAlias(j))
+	if err != nil {
+		return nil, err
+	}
+	if len(j.Extra) == 0 && j.Internal == (Internal{}) {
+		return b, nil
+	}
+	extra := make(map[string]json.RawMessage, len(j.Extra)+1)
+	for k, v := range j.Extra {
+		extra[k] = v
+	}
+	if j.Internal != (Internal{}) {
+		ib, err := json.Marshal(j.Internal)
+		if err != nil {
+			return nil, err
+		}
+		extra[internalKey] = ib
+	}
+	tail, err := json.Marshal(extra)
+	if err != nil {
+		return nil, err
+	}
+	// Splice {"known":...} and {"extra":...} into one object.
+	out := make([]byte, 0, len(b)+len(tail))
+	out = append(out, b[:len(b)-1]...)
+	out = append(out, ',')
+	out = append(out, tail[1:]...)
+	return out, nil
+}
+
+const internalKey = "x_jetgate"
+
+// UnmarshalJSON reads a stored record: known fields, Internal and Extra.
+// It does not validate; client input goes through Parse.
+func (j *Job) UnmarshalJSON(b []byte) error {
+	var a jobAlias
+	if err := json.Unmarshal(b, &a); err != nil {
+		return err
+	}
+	var all map[string]json.RawMessage
+	if err := json.Unmarshal(b, &all); err != nil {
+		return err
+	}
+	*j = Job(a)
+	for k, v := range all {
+		if k == internalKey {
+			if err := json.Unmarshal(v, &j.Internal); err != nil {
+				return err
+			}
+			continue
+		}
+		if !knownField(k) {
+			if j.Extra == nil {
+				j.Extra = map[string]json.RawMessage{}
+			}
+			j.Extra[k] = v
+		}
+	}
+	return nil
+}

@@ -1,0 +1,174 @@
+package ojs
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// FetchRequest is a worker's FETCH (ojs-http-binding.md 10.1).
+type FetchRequest struct {
+	Queues   []string
+	Count    int // 1 when zero
+	WorkerID string
+	// VisibilityTimeout overrides the job's reservation period when > 0.
+	VisibilityTimeout time.Duration
+}
+
+// AckRequest is a worker's ACK. WorkerID is optional: the official clients
+// do not send it, so ownership is not checked against it.
+type AckRequest struct {
+	JobID    string
+	Result   json.RawMessage
+	WorkerID string
+}
+
+// AckResult is the answer to an ACK.
+type AckResult struct {
+	JobID       string `json:"job_id"`
+	State       State  `json:"state"`
+	CompletedAt *Time  `json:"completed_at"`
+}
+
+// NackRequest is a worker's FAIL.
+type NackRequest struct {
+	JobID    string
+	Error    JobError
+	WorkerID string
+}
+
+// NackResult is the answer to a FAIL.
+type NackResult struct {
+	JobID         string `json:"job_id"`
+	State         State  `json:"state"`
+	Attempt       int    `json:"attempt"`
+	MaxAttempts   int    `json:"max_attempts"`
+	NextAttemptAt *Time  `json:"next_attempt_at,omitempty"`
+	DiscardedAt   *Time  `json:"discarded_at,omitempty"`
+}
+
+// Worker lifecycle directives answered to a heartbeat.
+const (
+	WorkerRunning   = "running"
+	WorkerQuiet     = "quiet"
+	WorkerTerminate = "terminate"
+)
+
+// HeartbeatRequest is a worker's BEAT. JobIDs merges active_jobs (array
+// form) and active_job_ids.
+type HeartbeatRequest struct {
+	WorkerID          string
+	JobIDs            []string
+	VisibilityTimeout time.Duration // 0: each job's own reservation period
+}
+
+// HeartbeatResult is the answer to a BEAT.
+type HeartbeatResult struct {
+	State      string    `json:"state"`
+	Extended   []string  `json:"jobs_extended"`
+	ServerTime time.Time `json:"-"`
+}
+
+// QueueInfo is one queue as listed by GET /ojs/v1/queues.
+type QueueInfo struct {
+	Name      string `json:"name"`
+	Status    string `json:"status"` // "active" or "paused"
+	CreatedAt *Time  `json:"created_at,omitempty"`
+	PausedAt  *Time  `json:"paused_at,omitempty"`
+	ResumedAt *Time  `json:"resumed_at,omitempty"`
+}
+
+// Queue statuses.
+const (
+	QueueActive = "active"
+	QueuePaused = "paused"
+)
+
+// QueueStats is GET /ojs/v1/queues/{name}/stats.
+type QueueStats struct {
+	Queue      string           `json:"queue"`
+	Status     string           `json:"status"`
+	Stats      QueueStatsCounts `json:"stats"`
+	ComputedAt *Time            `json:"computed_at"`
+}
+
+// QueueStatsCounts are the per-state counts of a queue.
+type QueueStatsCounts struct {
+	Available           int64   `json:"available"`
+	Active              int64   `json:"active"`
+	Scheduled           int64   `json:"scheduled"`
+	Retryable           int64   `json:"retryable"`
+	Pending             int64   `json:"pending"`
+	Discarded           int64   `json:"discarded"`
+	Completed           int64   `json:"completed"`
+	Cancelled           int64   `json:"cancelled"`
+	CompletedLastHour   int64   `json:"completed_last_hour"`
+	FailedLastHour      int64   `json:"failed_last_hour"`
+	AvgDurationMs       float64 `json:"avg_duration_ms"`
+	AvgWaitMs           float64 `json:"avg_wait_ms"`
+	ThroughputPerSecond float64 `json:"throughput_per_second"`
+}
+
+// PageRequest selects a page of a list: Offset, or an opaque Cursor from a
+// previous page (the cursor wins when both are given).
+type PageRequest struct {
+	Limit  int
+	Offset int
+	Cursor string
+}
+
+// Pagination is the binding's pagination object (section 17.2).
+type Pagination struct {
+	Total      int    `json:"total"`
+	Limit      int    `json:"limit"`
+	Offset     int    `json:"offset"`
+	HasMore    bool   `json:"has_more"`
+	NextCursor string `json:"next_cursor,omitempty"`
+}
+
+// DeadLetterQuery filters GET /ojs/v1/dead-letter.
+type DeadLetterQuery struct {
+	Queue string
+	Page  PageRequest
+}
+
+// JobPage is one page of jobs.
+type JobPage struct {
+	Jobs       []*Job     `json:"jobs"`
+	Pagination Pagination `json:"pagination"`
+}
+
+// Health is GET /ojs/v1/health.
+type Health struct {
+	Status        string        `json:"status"` // "ok" or "degraded"
+	Version       string        `json:"version"`
+	UptimeSeconds int64         `json:"uptime_seconds"`
+	Backend       HealthBackend `json:"backend"`
+}
+
+// HealthBackend describes the NATS connection.
+type HealthBackend struct {
+	Type      string  `json:"type"`
+	Status    string  `json:"status"`
+	LatencyMs float64 `json:"latency_ms"`
+	Error     string  `json:"error,omitempty"`
+	Server    string  `json:"server,omitempty"`
+}
+
+// Event is an OJS event envelope (ojs-events.md 2.1).
+type Event struct {
+	SpecVersion     string          `json:"specversion"`
+	ID              string          `json:"id"`
+	Type            string          `json:"type"`
+	Source          string          `json:"source"`
+	Time            Time            `json:"time"`
+	Subject         string          `json:"subject,omitempty"`
+	DataContentType string          `json:"datacontenttype,omitempty"`
+	Data            json.RawMessage `json:"data"`
+}
+
+// EventQuery filters GET /ojs/v1/events.
+type EventQuery struct {
+	Types []string // empty: all
+	Limit int
+	Since time.Time
+}

@@ -1,0 +1,99 @@
+package topology
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Buckets, streams and subjects. Partitioned names are printf patterns whose
+// arguments are always passed through Token first.
+const (
+	// JobsBucket holds one record per job, key = job id.
+	JobsBucket = "OJS_JOBS"
+	// QueuesBucket holds queue config (pause state, creation time), key = Token(queue).
+	QueuesBucket = "OJS_QUEUES"
+	// DeadBucket indexes discarded jobs, key = Token(queue) + "." + job id.
+	DeadBucket = "OJS_DEAD"
+	// LimitsBucket holds rate-limit state, key = Token(limit key).
+	LimitsBucket = "OJS_LIMITS"
+
+	// ReadyStream holds one message per job that is ready to run.
+	ReadyStream = "OJS_READY"
+	// ReadySubjects is the ready stream's subject space.
+	ReadySubjects = "ojs.ready.>"
+	// ReadySubjectPattern is ojs.ready.<queue>.<priority>; priority is zero
+	// padded to PriorityDigits so subjects sort in priority order.
+	ReadySubjectPattern = "ojs.ready.%s.%0*d"
+	// ReadyQueueFilterPattern matches every priority level of one queue.
+	ReadyQueueFilterPattern = "ojs.ready.%s.*"
+	// ReadyConsumerPattern names the durable pull consumer of one level.
+	ReadyConsumerPattern = "ready_%s_%0*d"
+
+	// TimerStream holds message schedules and the messages they fire.
+	TimerStream = "OJS_TIMERS"
+	// TimerScheduleSubjects are the schedule subjects: ojs.timer.<kind>.<job id>.
+	TimerScheduleSubjects = "ojs.timer.>"
+	// TimerSchedulePattern is the schedule subject of one job's timer.
+	TimerSchedulePattern = "ojs.timer.%s.%s"
+	// TimerFiredSubjects are where schedules fire to: ojs.fired.<kind>.
+	TimerFiredSubjects = "ojs.fired.>"
+	// TimerFiredPattern is the fired subject of a timer kind.
+	TimerFiredPattern = "ojs.fired.%s"
+	// TimerCancelSubject receives the markers that stop a schedule early.
+	TimerCancelSubject = "ojs.cancelled"
+	// TimerConsumer is the durable pull consumer of fired timers.
+	TimerConsumer = "timers"
+
+	// EventStream keeps recent events for GET /ojs/v1/events.
+	EventStream = "OJS_EVENTS"
+	// EventSubjects is the event subject space: ojs.events.<type>.
+	EventSubjects = "ojs.events.>"
+	// EventSubjectPattern is the subject of one event type.
+	EventSubjectPattern = "ojs.events.%s"
+)
+
+// Timer kinds.
+const (
+	TimerDue   = "due"   // scheduled_at / retry backoff: -> available
+	TimerLease = "lease" // visibility timeout of an active job
+)
+
+// PriorityDigits is the zero padding of the priority token.
+const PriorityDigits = 3
+
+// ReadySubject returns the ready subject of a queue and priority.
+func ReadySubject(queue string, priority int) string {
+	return fmt.Sprintf(ReadySubjectPattern, Token(queue), PriorityDigits, priority)
+}
+
+// ReadyQueueFilter returns the filter that matches all levels of a queue.
+func ReadyQueueFilter(queue string) string {
+	return fmt.Sprintf(ReadyQueueFilterPattern, Token(queue))
+}
+
+// ReadyConsumer returns the durable consumer name of a queue level.
+func ReadyConsumer(queue string, priority int) string {
+	return fmt.Sprintf(ReadyConsumerPattern, Token(queue), PriorityDigits, priority)
+}
+
+// TimerSchedule returns the schedule subject of a job's timer.
+func TimerSchedule(kind, jobID string) string {
+	return fmt.Sprintf(TimerSchedulePattern, kind, Token(jobID))
+}
+
+// TimerFired returns the subject a timer kind fires to.
+func TimerFired(kind string) string { return fmt.Sprintf(TimerFiredPattern, kind) }
+
+// EventSubject returns the subject of an event type ("job.completed" ->
+// "ojs.events.job.completed"). Type segments are escaped one by one so the
+// dots of the type stay token separators.
+func EventSubject(eventType string) string {
+	parts := strings.Split(eventType, ".")
+	for i, p := range parts {
+		parts[i] = Token(p)
+	}
+	return fmt.Sprintf(EventSubjectPattern, strings.Join(parts, "."))
+}
+
+// DeadKey returns the dead-letter index key of a job.
+func DeadKey(queue, jobID string) string { return Token(queue) + "." + Token(jobID) }
