@@ -1,10 +1,12 @@
 package ojs
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
+	"math/bits"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -34,8 +36,13 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// ParseISODuration parses the ISO 8601 durations jobs use: P[nD]T[nH][nM][n[.f]S],
-// plus weeks (PnW). Years and months are rejected: their length is ambiguous.
+// ParseISODuration parses the ISO 8601 durations jobs use:
+// P[nW][nD][T[nH][nM][nS]], components in that order, each at most once,
+// with a decimal fraction ("." or ",") allowed on the last one only
+// ("PT0.5S", "PT1.5H"). Years and months are rejected: their length is
+// ambiguous (ojs-retry.md 4.2 does not recommend them). The result is
+// exact to the nanosecond (finer fractions are truncated) and at most
+// math.MaxInt64 nanoseconds; negative durations do not exist in ISO 8601.
 func ParseISODuration(s string) (time.Duration, error) {
 	bad := func() (time.Duration, error) {
 		return 0, fmt.Errorf("invalid ISO 8601 duration %q (expected e.g. \"PT30S\", \"PT5M\", \"P1D\")", s)
@@ -44,76 +51,138 @@ func ParseISODuration(s string) (time.Duration, error) {
 		return bad()
 	}
 	rest := s[1:]
-	var total float64
-	inTime := false
-	seen := false
+	var total int64
+	inTime, seen, frac := false, false, false
+	last := -1 // index in isoUnits of the last component read
 	for len(rest) > 0 {
 		if rest[0] == 'T' {
-			if inTime {
+			if inTime || len(rest) == 1 {
 				return bad()
 			}
-			inTime = true
-			rest = rest[1:]
-			if len(rest) == 0 {
-				return bad()
-			}
+			inTime, rest = true, rest[1:]
 			continue
 		}
-		i := 0
-		for i < len(rest) && (rest[i] >= '0' && rest[i] <= '9' || rest[i] == '.' || rest[i] == ',') {
-			i++
-		}
-		if i == 0 || i == len(rest) {
+		if frac { // a fraction was not on the last component
 			return bad()
 		}
-		n, err := strconv.ParseFloat(strings.ReplaceAll(rest[:i], ",", "."), 64)
-		if err != nil || n < 0 {
+		n, f, scale, unit, tail, ok := isoComponent(rest)
+		if !ok {
 			return bad()
 		}
-		unit := rest[i]
-		rest = rest[i+1:]
-		var mult time.Duration
-		switch {
-		case !inTime && unit == 'W':
-			mult = 7 * 24 * time.Hour
-		case !inTime && unit == 'D':
-			mult = 24 * time.Hour
-		case inTime && unit == 'H':
-			mult = time.Hour
-		case inTime && unit == 'M':
-			mult = time.Minute
-		case inTime && unit == 'S':
-			mult = time.Second
-		default:
+		idx := isoUnitIndex(unit, inTime)
+		if idx <= last {
 			return bad()
 		}
-		total += n * float64(mult)
-		seen = true
+		v, ok := isoNanos(n, f, scale, isoUnits[idx])
+		if !ok || v > math.MaxInt64-total {
+			return bad()
+		}
+		total += v
+		last, seen, frac, rest = idx, true, scale > 1, tail
 	}
-	if !seen || total > float64(1<<62) {
+	if !seen {
 		return bad()
 	}
 	return time.Duration(total), nil
 }
 
-// FormatISODuration writes d as an ISO 8601 duration ("PT1.5S", "PT5M").
+// isoUnits are the components ParseISODuration accepts, in order: W D H M S.
+var isoUnits = [...]uint64{
+	uint64(7 * 24 * time.Hour), uint64(24 * time.Hour), uint64(time.Hour), uint64(time.Minute), uint64(time.Second),
+}
+
+// isoUnitIndex returns the index of unit in isoUnits, or -1.
+func isoUnitIndex(unit byte, inTime bool) int {
+	switch {
+	case !inTime && unit == 'W':
+		return 0
+	case !inTime && unit == 'D':
+		return 1
+	case inTime && unit == 'H':
+		return 2
+	case inTime && unit == 'M':
+		return 3
+	case inTime && unit == 'S':
+		return 4
+	}
+	return -1
+}
+
+// isoComponent splits "12.5S..." into the integer 12, the fraction 5 over
+// scale 10, the unit 'S' and the rest. Fraction digits past 18 are dropped.
+func isoComponent(s string) (n, f, scale uint64, unit byte, rest string, ok bool) {
+	i := 0
+	for ; i < len(s) && '0' <= s[i] && s[i] <= '9'; i++ {
+		if n > (math.MaxUint64-9)/10 {
+			return 0, 0, 0, 0, "", false
+		}
+		n = n*10 + uint64(s[i]-'0')
+	}
+	if i == 0 {
+		return 0, 0, 0, 0, "", false
+	}
+	scale = 1
+	if i < len(s) && (s[i] == '.' || s[i] == ',') {
+		i++
+		start := i
+		for ; i < len(s) && '0' <= s[i] && s[i] <= '9'; i++ {
+			if i-start < 18 {
+				f, scale = f*10+uint64(s[i]-'0'), scale*10
+			}
+		}
+		if i == start {
+			return 0, 0, 0, 0, "", false
+		}
+	}
+	if i == len(s) {
+		return 0, 0, 0, 0, "", false
+	}
+	return n, f, scale, s[i], s[i+1:], true
+}
+
+// isoNanos is (n + f/scale) units in nanoseconds, if it fits an int64.
+func isoNanos(n, f, scale, unit uint64) (int64, bool) {
+	hi, whole := bits.Mul64(n, unit)
+	if hi != 0 || whole > math.MaxInt64 {
+		return 0, false
+	}
+	// f < scale, so the quotient is < unit and cannot overflow.
+	hi, lo := bits.Mul64(f, unit)
+	part, _ := bits.Div64(hi, lo, scale)
+	v := whole + part
+	if v > math.MaxInt64 {
+		return 0, false
+	}
+	return int64(v), true
+}
+
+// FormatISODuration writes d as an ISO 8601 duration ("PT1.5S", "PT5M",
+// "PT26H"), exactly: ParseISODuration(FormatISODuration(d)) == d for d >= 0.
+// Negative durations are written as "PT0S".
 func FormatISODuration(d time.Duration) string {
 	if d <= 0 {
 		return "PT0S"
 	}
-	var b strings.Builder
-	b.WriteString("PT")
+	b := make([]byte, 0, 24)
+	b = append(b, "PT"...)
 	if h := d / time.Hour; h > 0 {
-		fmt.Fprintf(&b, "%dH", h)
+		b = strconv.AppendInt(b, int64(h), 10)
+		b = append(b, 'H')
 		d -= h * time.Hour
 	}
 	if m := d / time.Minute; m > 0 {
-		fmt.Fprintf(&b, "%dM", m)
+		b = strconv.AppendInt(b, int64(m), 10)
+		b = append(b, 'M')
 		d -= m * time.Minute
 	}
 	if d > 0 {
-		b.WriteString(strconv.FormatFloat(d.Seconds(), 'f', -1, 64))
-		b.WriteString("S")
+		b = strconv.AppendInt(b, int64(d/time.Second), 10)
+		if ns := int64(d % time.Second); ns > 0 {
+			frac := strconv.AppendInt(nil, ns+1e9, 10)[1:] // nine digits, zero-padded
+			b = append(b, '.')
+			b = append(b, bytes.TrimRight(frac, "0")...)
+		}
+		b = append(b, 'S')
 	}
-	return b.String()
+	return string(b)
 }

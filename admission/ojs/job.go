@@ -21,10 +21,12 @@ const DefaultPriority = 2
 const MaxPriority = 999
 
 // Job is the OJS job envelope plus the fields the server manages. Client
-// fields are set by Parse; system fields only by the server.
+// fields are set by ParseJob / ParseBatch; system fields only by the server.
 //
 // Unknown top-level fields are kept in Extra and written back unchanged, so
-// envelopes from newer clients round-trip (ojs-json-format.md).
+// envelopes from newer clients round-trip (ojs-json-format.md). ParseJob
+// keeps unknown keys of the request's "options" object under
+// Extra["options"].
 type Job struct {
 	// Client-provided.
 	SpecVersion string          `json:"specversion"`
@@ -37,14 +39,20 @@ type Job struct {
 	Tags        []string        `json:"tags,omitempty"`
 	Schema      string          `json:"schema,omitempty"`
 	Unique      json.RawMessage `json:"unique,omitempty"`
-	// Timeout is the execution timeout in seconds (0: server default).
+	// Timeout is the execution timeout in seconds (0: server default),
+	// rounded up from TimeoutMs when that is not whole seconds.
 	Timeout int `json:"timeout,omitempty"`
+	// TimeoutMs is the execution timeout in milliseconds (0: server
+	// default); Parse sets it with Timeout. Prefer ExecutionTimeout.
+	TimeoutMs int64 `json:"timeout_ms,omitempty"`
 	// VisibilityTimeoutMs is the reservation period of a fetched job.
 	VisibilityTimeoutMs int64        `json:"visibility_timeout_ms,omitempty"`
 	ScheduledAt         *Time        `json:"scheduled_at,omitempty"`
 	ExpiresAt           *Time        `json:"expires_at,omitempty"`
 	Retry               *RetryPolicy `json:"retry,omitempty"`
-	// Pending asks for the job to be staged until activated.
+	// Pending asks for the job to be staged until activated
+	// (options.pending). It is an enqueue instruction, not stored: the
+	// state says pending afterwards.
 	Pending bool `json:"-"`
 
 	// System-managed.
@@ -131,6 +139,17 @@ func (j *Job) Public() *Job {
 func (j *Job) VisibilityTimeout(def time.Duration) time.Duration {
 	if j.VisibilityTimeoutMs > 0 {
 		return time.Duration(j.VisibilityTimeoutMs) * time.Millisecond
+	}
+	return def
+}
+
+// ExecutionTimeout returns the job's execution timeout or def.
+func (j *Job) ExecutionTimeout(def time.Duration) time.Duration {
+	switch {
+	case j.TimeoutMs > 0:
+		return time.Duration(j.TimeoutMs) * time.Millisecond
+	case j.Timeout > 0:
+		return time.Duration(j.Timeout) * time.Second
 	}
 	return def
 }

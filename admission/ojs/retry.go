@@ -46,7 +46,8 @@ func DefaultRetryPolicy() RetryPolicy {
 
 // Delay returns the backoff before the retry that follows failed attempt n
 // (n counts from 1), capped at MaxInterval, with the jitter of section 5:
-// a uniform factor in [0.5, 1.5) when Jitter is set.
+// a uniform factor in [0.5, 1.5) when Jitter is set, capped at MaxInterval
+// again afterwards (RET-06).
 func (p RetryPolicy) Delay(n int) time.Duration {
 	if n < 1 {
 		n = 1
@@ -67,11 +68,18 @@ func (p RetryPolicy) Delay(n int) time.Duration {
 	default:
 		d = base * math.Pow(coef, float64(n-1))
 	}
-	if maxD := float64(p.MaxInterval); maxD > 0 && d > maxD {
+	maxD := float64(p.MaxInterval)
+	if maxD > 0 && d > maxD {
 		d = maxD
 	}
 	if p.Jitter {
 		d *= 0.5 + rand.Float64()
+		if maxD > 0 && d > maxD {
+			d = maxD
+		}
+	}
+	if !(d >= 0) { // NaN: a zero interval times an infinite factor
+		d = 0
 	}
 	if d > math.MaxInt64/2 {
 		d = math.MaxInt64 / 2
