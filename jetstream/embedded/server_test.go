@@ -1,0 +1,204 @@
+package embedded_test
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetgate/jetgate/jetstream/embedded"
+)
+
+func testContext(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func start(t *testing.T, cfg embedded.Config) *embedded.Server {
+	t.Helper()
+	cfg.Addr = cmp.Or(cfg.Addr, "127.0.0.1:0")
+	s, err := embedded.Start(testContext(t), cfg)
+	if err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	t.Cleanup(s.Shutdown)
+	return s
+}
+
+func connect(t *testing.T, s *embedded.Server) jetstream.JetStream {
+	t.Helper()
+	nc, err := nats.Connect(s.ClientURL())
+	if err != nil {
+		t.Fatalf("connect %s: %v", s.ClientURL(), err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatalf("jetstream: %v", err)
+	}
+	return js
+}
+
+func TestStartJetStream(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	s := start(t, embedded.Config{DataDir: filepath.Join(t.TempDir(), "new", "dir")})
+	js := connect(t, s)
+
+	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "B"})
+	if err != nil {
+		t.Fatalf("create bucket: %v", err)
+	}
+	if _, err := kv.Create(ctx, "k", []byte("v")); err != nil {
+		t.Fatalf("kv create: %v", err)
+	}
+	info, err := js.AccountInfo(ctx)
+	if err != nil {
+		t.Fatalf("account info: %v", err)
+	}
+	if info.Streams != 1 {
+		t.Fatalf("streams = %d, want 1", info.Streams)
+	}
+}
+
+func TestDataSurvivesRestart(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	dir := t.TempDir()
+
+	s := start(t, embedded.Config{DataDir: dir})
+	js := connect(t, s)
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "S", Subjects: []string{"s.>"}}); err != nil {
+		t.Fatalf("create stream: %v", err)
+	}
+	if _, err := js.Publish(ctx, "s.1", []byte("kept")); err != nil {
+		t.Fatalf("publish: %v", err)
+	}
+	s.Shutdown()
+	s.Shutdown() // Safe twice.
+
+	s2 := start(t, embedded.Config{DataDir: dir})
+	st, err := connect(t, s2).Stream(ctx, "S")
+	if err != nil {
+		t.Fatalf("stream after restart: %v", err)
+	}
+	msg, err := st.GetLastMsgForSubject(ctx, "s.1")
+	if err != nil {
+		t.Fatalf("get after restart: %v", err)
+	}
+	if string(msg.Data) != "kept" {
+		t.Fatalf("data after restart = %q, want kept", msg.Data)
+	}
+}
+
+func TestDataDirLocked(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	start(t, embedded.Config{DataDir: dir})
+
+	_, err := embedded.Start(testContext(t), embedded.Config{DataDir: dir, Addr: "127.0.0.1:0"})
+	if !errors.Is(err, embedded.ErrDataDirLocked) {
+		t.Fatalf("second start on same dir: err = %v, want ErrDataDirLocked", err)
+	}
+}
+
+func TestAddrInUse(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+
+	begin := time.Now()
+	_, err = embedded.Start(testContext(t), embedded.Config{DataDir: t.TempDir(), Addr: l.Addr().String()})
+	if err == nil || !strings.Contains(err.Error(), "listen") {
+		t.Fatalf("start on busy port: err = %v, want a listen error", err)
+	}
+	if d := time.Since(begin); d > 5*time.Second {
+		t.Fatalf("start on busy port took %s", d)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	t.Parallel()
+	for name, cfg := range map[string]embedded.Config{
+		"no data dir":  {Addr: "127.0.0.1:0"},
+		"no port":      {DataDir: t.TempDir(), Addr: "127.0.0.1"},
+		"bad port":     {DataDir: t.TempDir(), Addr: "127.0.0.1:http"},
+		"negative max": {DataDir: t.TempDir(), Addr: "127.0.0.1:0", MaxStore: -1},
+	} {
+		if _, err := embedded.Start(testContext(t), cfg); err == nil {
+			t.Errorf("%s: Start succeeded, want error", name)
+		}
+	}
+}
+
+func TestClientURLUnspecifiedHost(t *testing.T) {
+	t.Parallel()
+	s := start(t, embedded.Config{DataDir: t.TempDir(), Addr: "0.0.0.0:0"})
+	if !strings.HasPrefix(s.ClientURL(), "nats://127.0.0.1:") {
+		t.Fatalf("ClientURL = %s, want loopback", s.ClientURL())
+	}
+	connect(t, s)
+}
+
+func TestLimitsAndName(t *testing.T) {
+	t.Parallel()
+	s := start(t, embedded.Config{DataDir: t.TempDir(), ServerName: "n7", MaxMemory: 32 << 20, MaxStore: 64 << 20})
+	if got := s.NATS().Name(); got != "n7" {
+		t.Fatalf("server name = %q, want n7", got)
+	}
+	cfg := s.NATS().JetStreamConfig()
+	if cfg.MaxMemory != 32<<20 || cfg.MaxStore != 64<<20 {
+		t.Fatalf("limits = %d/%d, want %d/%d", cfg.MaxMemory, cfg.MaxStore, 32<<20, 64<<20)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the server's logging goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func TestLogsToSlog(t *testing.T) {
+	t.Parallel()
+	var buf syncBuffer
+	logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	s := start(t, embedded.Config{DataDir: t.TempDir(), Logger: logger.With("component", "nats-server")})
+	s.Shutdown()
+
+	out := buf.String()
+	for _, want := range []string{"level=INFO", "component=nats-server", `msg="Server is ready"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log output lacks %s:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "level=DEBUG") {
+		t.Errorf("debug lines logged at info level:\n%s", out)
+	}
+}
