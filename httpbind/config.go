@@ -1,0 +1,115 @@
+package httpbind
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+)
+
+// Defaults of Config.
+const (
+	// DefaultMaxBodyBytes is the largest request body accepted (1 MiB, the
+	// envelope size ojs-json-format.md asks every implementation to support).
+	DefaultMaxBodyBytes int64 = 1 << 20
+	// DefaultMaxBatchBodyBytes is the largest POST /ojs/v1/jobs/batch body.
+	DefaultMaxBatchBodyBytes int64 = 16 << 20
+	// DefaultMaxFetchCount is the largest count a worker may ask for.
+	DefaultMaxFetchCount = 100
+	// DefaultVisibilityTimeout is the reservation period of the binding
+	// (ojs-http-binding.md 10.1: visibility_timeout_ms defaults to 30000).
+	DefaultVisibilityTimeout = 30 * time.Second
+	// DefaultImplementationName is implementation.name in the manifest.
+	DefaultImplementationName = "jetgate"
+	// DefaultServerVersion is implementation.version when none is set.
+	DefaultServerVersion = "0.0.0-dev"
+)
+
+// Config configures the HTTP binding. The zero value is usable: every field
+// has a default, except ConformanceLevel, whose zero is a valid level.
+type Config struct {
+	// MaxBodyBytes bounds every request body except batches (default 1 MiB).
+	// Larger bodies answer 413 payload_too_large.
+	MaxBodyBytes int64
+	// MaxBatchBodyBytes bounds POST /ojs/v1/jobs/batch (default 16 MiB, at
+	// least MaxBodyBytes).
+	MaxBatchBodyBytes int64
+	// MaxFetchCount is the largest "count" of a fetch (default 100); larger
+	// counts answer 400.
+	MaxFetchCount int
+
+	// Logger receives one debug line per request and every 5xx at error
+	// level (default slog.Default()).
+	Logger *slog.Logger
+
+	// Extensions lists the extension URIs actually implemented
+	// (e.g. "urn:ojs:ext:priority"); the manifest shows them as strings.
+	Extensions []string
+	// Capabilities overrides or adds manifest capability flags; see
+	// defaultCapabilities for what is declared without it.
+	Capabilities map[string]bool
+	// ConformanceLevel is the manifest's conformance_level, 0 to 4. It has
+	// no default: 0 is a valid level.
+	ConformanceLevel int
+	// ServerVersion is implementation.version (default "0.0.0-dev").
+	ServerVersion string
+	// ImplementationName is implementation.name (default "jetgate").
+	ImplementationName string
+
+	// MetricsHandler, when set, serves GET /metrics.
+	MetricsHandler http.Handler
+
+	// DefaultVisibilityTimeout is the reservation period the backend applies
+	// when neither the fetch nor the job sets one (default 30 s). httpbind
+	// does not copy it into ojs.FetchRequest, because that would override a
+	// job's own visibility_timeout_ms; it publishes it in the manifest
+	// (defaults.visibility_timeout_ms) so workers can see it. Wire the same
+	// value into the backend.
+	DefaultVisibilityTimeout time.Duration
+}
+
+// withDefaults returns c with every unset field defaulted.
+func (c Config) withDefaults() Config {
+	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, DefaultMaxBodyBytes)
+	c.MaxBatchBodyBytes = cmp.Or(c.MaxBatchBodyBytes, max(DefaultMaxBatchBodyBytes, c.MaxBodyBytes))
+	c.MaxFetchCount = cmp.Or(c.MaxFetchCount, DefaultMaxFetchCount)
+	c.Logger = cmp.Or(c.Logger, slog.Default())
+	c.ServerVersion = cmp.Or(c.ServerVersion, DefaultServerVersion)
+	c.ImplementationName = cmp.Or(c.ImplementationName, DefaultImplementationName)
+	c.DefaultVisibilityTimeout = cmp.Or(c.DefaultVisibilityTimeout, DefaultVisibilityTimeout)
+	return c
+}
+
+// validate reports every invalid field at once.
+func (c Config) validate() error {
+	var errs []error
+	if c.MaxBodyBytes < 1 {
+		errs = append(errs, fmt.Errorf("MaxBodyBytes must be positive, got %d", c.MaxBodyBytes))
+	}
+	if c.MaxBatchBodyBytes < c.MaxBodyBytes {
+		errs = append(errs, fmt.Errorf("MaxBatchBodyBytes (%d) must be at least MaxBodyBytes (%d)",
+			c.MaxBatchBodyBytes, c.MaxBodyBytes))
+	}
+	if c.MaxFetchCount < 1 {
+		errs = append(errs, fmt.Errorf("MaxFetchCount must be positive, got %d", c.MaxFetchCount))
+	}
+	if c.ConformanceLevel < 0 || c.ConformanceLevel > 4 {
+		errs = append(errs, fmt.Errorf("ConformanceLevel must be 0..4, got %d", c.ConformanceLevel))
+	}
+	if c.DefaultVisibilityTimeout < time.Millisecond {
+		errs = append(errs, fmt.Errorf("DefaultVisibilityTimeout must be at least 1ms, got %s", c.DefaultVisibilityTimeout))
+	}
+	seen := make(map[string]bool, len(c.Extensions))
+	for i, uri := range c.Extensions {
+		switch {
+		case uri == "":
+			errs = append(errs, fmt.Errorf("Extensions[%d] is empty", i))
+		case seen[uri]:
+			errs = append(errs, fmt.Errorf("Extensions[%d] %q is listed twice", i, uri))
+		}
+		seen[uri] = true
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,73 @@
+package httpbind
+
+import (
+	"net/http"
+
+	"github.com/jetgate/jetgate/admission/ojs"
+)
+
+// Page sizes of GET /ojs/v1/dead-letter (ojs-http-binding.md 12.1).
+const (
+	deadLetterDefaultLimit = 50
+	deadLetterMaxLimit     = 100
+)
+
+// listDeadLetter is GET /ojs/v1/dead-letter (12.1):
+// ?queue=&limit=&offset=&cursor= -> {"jobs":[...],"pagination":{...}}.
+// Paging is the backend's: it receives the cursor as sent and returns the
+// next one.
+func (s *server) listDeadLetter(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	page, err := parsePage(q, deadLetterDefaultLimit, deadLetterMaxLimit)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	query := ojs.DeadLetterQuery{Queue: q.Get("queue"), Page: page}
+	if query.Queue != "" {
+		if err := checkQueueName("queue", query.Queue); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
+	res, err := s.b.ListDeadLetter(r.Context(), query)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeJSON(w, r, http.StatusOK, ojs.JobPage{Jobs: publicJobs(res.Jobs), Pagination: res.Pagination})
+}
+
+// retryDeadLetter is POST /ojs/v1/dead-letter/{id}/retry (12.2):
+// {"job": ...} back in the available state.
+func (s *server) retryDeadLetter(w http.ResponseWriter, r *http.Request) {
+	id, err := pathJobID(r, "dead_letter_job")
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	job, err := s.b.RetryDeadLetter(r.Context(), id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeJSON(w, r, http.StatusOK, jobResponse{Job: job.Public()})
+}
+
+// deleteDeadLetter is DELETE /ojs/v1/dead-letter/{id} (12.3):
+// {"deleted":true,"job_id"}.
+func (s *server) deleteDeadLetter(w http.ResponseWriter, r *http.Request) {
+	id, err := pathJobID(r, "dead_letter_job")
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err := s.b.DeleteDeadLetter(r.Context(), id); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeJSON(w, r, http.StatusOK, struct {
+		Deleted bool   `json:"deleted"`
+		JobID   string `json:"job_id"`
+	}{true, id})
+}

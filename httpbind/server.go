@@ -1,0 +1,135 @@
+package httpbind
+
+import (
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/gorilla/mux"
+
+	"github.com/jetgate/jetgate/admission/ojs"
+)
+
+// server is the HTTP binding: the routes, the Backend they call and the
+// middleware (ServeHTTP) around them.
+type server struct {
+	b        Backend
+	cfg      Config
+	log      *slog.Logger
+	router   *mux.Router
+	manifest manifest
+}
+
+// New returns the HTTP handler of the OJS binding, calling b for every
+// operation. The handler is safe for concurrent use and keeps no state
+// between requests.
+func New(b Backend, cfg Config) (http.Handler, error) {
+	if b == nil {
+		return nil, errors.New("httpbind: nil Backend")
+	}
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, errors.Join(errors.New("httpbind: invalid config"), err)
+	}
+	s := &server{b: b, cfg: cfg, log: cfg.Logger}
+	s.manifest = newManifest(cfg)
+	s.router = mux.NewRouter()
+	// Paths are matched as sent: no 301 to a cleaned path, which would turn
+	// a client's POST into a GET; unknown shapes answer the 404 envelope.
+	s.router.SkipClean(true)
+	for _, rt := range s.routes() {
+		methods := []string{rt.method}
+		if rt.method == http.MethodGet {
+			methods = append(methods, http.MethodHead)
+		}
+		s.router.Handle(rt.path, s.limitBody(rt.limit, rt.h)).Methods(methods...)
+	}
+	s.router.NotFoundHandler = http.HandlerFunc(s.notFound)
+	s.router.MethodNotAllowedHandler = http.HandlerFunc(s.methodNotAllowed)
+	return s, nil
+}
+
+// route is one row of the route table.
+type route struct {
+	method string
+	path   string
+	h      http.HandlerFunc
+	limit  int64 // request body limit
+}
+
+// routes is the route table of the core binding (ojs-http-binding.md 2.1,
+// 2.2, Appendix A) as far as Backend supports it: cron, workflows and
+// schemas are not served and answer 404.
+func (s *server) routes() []route {
+	body, batch := s.cfg.MaxBodyBytes, s.cfg.MaxBatchBodyBytes
+	rs := []route{
+		{http.MethodGet, manifestPath, s.getManifest, body},
+		{http.MethodGet, "/ojs/v1/health", s.health, body},
+
+		{http.MethodPost, "/ojs/v1/jobs", s.enqueue, body},
+		{http.MethodPost, "/ojs/v1/jobs/batch", s.enqueueBatch, batch},
+		{http.MethodGet, "/ojs/v1/jobs/{id}", s.getJob, body},
+		{http.MethodDelete, "/ojs/v1/jobs/{id}", s.cancelJob, body},
+		{http.MethodPost, "/ojs/v1/jobs/{id}/activate", s.activateJob, body},
+
+		{http.MethodPost, "/ojs/v1/workers/fetch", s.fetch, body},
+		{http.MethodPost, "/ojs/v1/workers/ack", s.ack, body},
+		{http.MethodPost, "/ojs/v1/workers/nack", s.nack, body},
+		{http.MethodPost, "/ojs/v1/workers/heartbeat", s.heartbeat, body},
+
+		{http.MethodGet, "/ojs/v1/queues", s.listQueues, body},
+		{http.MethodGet, "/ojs/v1/queues/{name}/stats", s.queueStats, body},
+		{http.MethodPost, "/ojs/v1/queues/{name}/pause", s.pauseQueue, body},
+		{http.MethodPost, "/ojs/v1/queues/{name}/resume", s.resumeQueue, body},
+
+		{http.MethodGet, "/ojs/v1/dead-letter", s.listDeadLetter, body},
+		{http.MethodPost, "/ojs/v1/dead-letter/{id}/retry", s.retryDeadLetter, body},
+		{http.MethodDelete, "/ojs/v1/dead-letter/{id}", s.deleteDeadLetter, body},
+
+		{http.MethodGet, "/ojs/v1/events", s.events, body},
+	}
+	if s.cfg.MetricsHandler != nil {
+		rs = append(rs, route{http.MethodGet, "/metrics", s.cfg.MetricsHandler.ServeHTTP, body})
+	}
+	return rs
+}
+
+func (s *server) notFound(w http.ResponseWriter, r *http.Request) {
+	s.writeError(w, r, errRouteNotFound(r))
+}
+
+// methodNotAllowed answers 405 with an Allow header listing the methods the
+// path does serve, found by matching the request again with each of them.
+func (s *server) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	var allowed []string
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut,
+		http.MethodPatch, http.MethodDelete} {
+		alt := r.Clone(r.Context())
+		alt.Method = m
+		var match mux.RouteMatch
+		if s.router.Match(alt, &match) && match.MatchErr == nil {
+			allowed = append(allowed, m)
+		}
+	}
+	s.writeError(w, r, errMethodNotAllowed(r, allowed))
+}
+
+// writeJSON writes v as the response body with the binding's media type.
+// v is encoded before the status is written, so an encoding failure still
+// answers a well-formed 500.
+func (s *server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		s.log.Error("encode response", "path", r.URL.Path,
+			"request_id", requestID(r.Context()), "error", err)
+		status = http.StatusInternalServerError
+		b, _ = json.Marshal(errorBody{Error: errorObject{
+			Code: ojs.CodeBackendError, Message: "internal server error", Retryable: true,
+			Details: map[string]any{}, RequestID: requestID(r.Context()),
+		}})
+	}
+	w.Header().Set("Content-Type", MediaType)
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}

@@ -1,0 +1,114 @@
+package httpbind
+
+import (
+	"maps"
+	"net/http"
+	"slices"
+
+	"github.com/jetgate/jetgate/admission/ojs"
+)
+
+// Extension URIs that switch manifest capabilities on.
+const (
+	extPriority     = "urn:ojs:ext:priority"
+	extRateLimiting = "urn:ojs:ext:rate-limiting"
+)
+
+// manifest is GET /ojs/manifest. It carries the fields of both
+// ojs-http-binding.md 21 (ojs_version, capabilities, endpoints) and
+// ojs-conformance.md 4 (specversion, conformance_tier). extensions is the
+// flat list of URI strings the official clients decode (the legacy form
+// conformance 4.2.1 allows).
+type manifest struct {
+	OJSVersion       string            `json:"ojs_version"`
+	SpecVersion      string            `json:"specversion"`
+	Implementation   implementation    `json:"implementation"`
+	ConformanceLevel int               `json:"conformance_level"`
+	ConformanceTier  string            `json:"conformance_tier"`
+	Protocols        []string          `json:"protocols"`
+	Backend          string            `json:"backend"`
+	Capabilities     map[string]bool   `json:"capabilities"`
+	Extensions       []string          `json:"extensions"`
+	Endpoints        map[string]string `json:"endpoints"`
+	Defaults         manifestDefaults  `json:"defaults"`
+}
+
+type implementation struct {
+	Name     string `json:"name"`
+	Version  string `json:"version"`
+	Language string `json:"language"`
+	Backend  string `json:"backend"`
+}
+
+// manifestDefaults publishes server defaults a worker may want to know.
+type manifestDefaults struct {
+	VisibilityTimeoutMs int64 `json:"visibility_timeout_ms"`
+}
+
+const backendName = "nats-jetstream"
+
+func newManifest(cfg Config) manifest {
+	caps := defaultCapabilities(cfg.Extensions)
+	maps.Copy(caps, cfg.Capabilities)
+	return manifest{
+		OJSVersion:  ProtocolVersion,
+		SpecVersion: ojs.SpecVersion,
+		Implementation: implementation{
+			Name: cfg.ImplementationName, Version: cfg.ServerVersion, Language: "go", Backend: backendName,
+		},
+		ConformanceLevel: cfg.ConformanceLevel,
+		ConformanceTier:  "runtime",
+		Protocols:        []string{"http"},
+		Backend:          backendName,
+		Capabilities:     caps,
+		Extensions:       append([]string{}, cfg.Extensions...),
+		Endpoints: map[string]string{
+			"base_url": "/ojs/v1",
+			"manifest": "/ojs/manifest",
+			"health":   "/ojs/v1/health",
+		},
+		Defaults: manifestDefaults{VisibilityTimeoutMs: cfg.DefaultVisibilityTimeout.Milliseconds()},
+	}
+}
+
+// defaultCapabilities declares what httpbind serves itself (batch, dead
+// letter, pause/resume; no cron, workflows or schemas), what ojs.ParseJob
+// accepts (delayed jobs, expires_at, unique), and the extension-backed
+// flags when their URI is listed. Config.Capabilities overrides any of them.
+func defaultCapabilities(ext []string) map[string]bool {
+	return map[string]bool{
+		"batch_enqueue":     true,
+		"dead_letter":       true,
+		"pause_resume":      true,
+		"delayed_jobs":      true,
+		"job_ttl":           true,
+		"unique_jobs":       true,
+		"priority_queues":   slices.Contains(ext, extPriority),
+		"rate_limiting":     slices.Contains(ext, extRateLimiting),
+		"cron_jobs":         false,
+		"workflows":         false,
+		"schema_validation": false,
+	}
+}
+
+// getManifest is GET /ojs/manifest (ojs-http-binding.md 21).
+func (s *server) getManifest(w http.ResponseWriter, r *http.Request) {
+	s.writeJSON(w, r, http.StatusOK, s.manifest)
+}
+
+// health is GET /ojs/v1/health (8.1): 200 when the backend says "ok", 503
+// otherwise, with the same body shape.
+func (s *server) health(w http.ResponseWriter, r *http.Request) {
+	h := s.b.Health(r.Context())
+	if h.Version == "" {
+		h.Version = s.cfg.ServerVersion
+	}
+	status := http.StatusOK
+	if h.Status != "ok" {
+		status = http.StatusServiceUnavailable
+		if h.Status == "" {
+			h.Status = "degraded"
+		}
+	}
+	s.writeJSON(w, r, status, h)
+}

@@ -1,0 +1,290 @@
+package httpbind
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/jetgate/jetgate/admission/ojs"
+)
+
+// fetch is FETCH, POST /ojs/v1/workers/fetch (ojs-http-binding.md 10.1):
+// {"queues","count"?,"worker_id"?,"visibility_timeout_ms"?} -> {"jobs":[...]},
+// an empty list when there is no work.
+func (s *server) fetch(w http.ResponseWriter, r *http.Request) {
+	req, err := s.decodeFetch(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	jobs, err := s.b.Fetch(r.Context(), req)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeJSON(w, r, http.StatusOK, struct {
+		Jobs []*ojs.Job `json:"jobs"`
+	}{publicJobs(jobs)})
+}
+
+// decodeFetch reads a fetch request. Absent visibility_timeout_ms leaves
+// VisibilityTimeout at 0, so each job's own reservation period (or the
+// backend's default) applies; the Go SDK never sends it.
+func (s *server) decodeFetch(r *http.Request) (ojs.FetchRequest, error) {
+	var req ojs.FetchRequest
+	o, err := readObject(r)
+	if err != nil {
+		return req, err
+	}
+	queues, _, err := o.strings("queues")
+	if err != nil {
+		return req, err
+	}
+	if len(queues) == 0 {
+		return req, invalid("queues", "a non-empty array of queue names", describe(o["queues"]))
+	}
+	for i, q := range queues {
+		if err := checkQueueName(fmt.Sprintf("queues[%d]", i), q); err != nil {
+			return req, err
+		}
+	}
+	count, err := o.integer("count", 1, 1, int64(s.cfg.MaxFetchCount))
+	if err != nil {
+		return req, err
+	}
+	worker, err := o.id("worker_id", false)
+	if err != nil {
+		return req, err
+	}
+	vt, err := o.integer("visibility_timeout_ms", 0, 0, maxVisibilityTimeoutMs)
+	if err != nil {
+		return req, err
+	}
+	return ojs.FetchRequest{
+		Queues:            dedupe(queues),
+		Count:             int(count),
+		WorkerID:          worker,
+		VisibilityTimeout: time.Duration(vt) * time.Millisecond,
+	}, nil
+}
+
+// ack is ACK, POST /ojs/v1/workers/ack (10.2): {"job_id","result"?} ->
+// {"acknowledged":true,"job_id","state","completed_at"}. worker_id is
+// optional: the official clients do not send it.
+//
+// result is passed on as any JSON value; the clients expect an object when
+// they read it back, which is the producer's concern, not a wire error.
+func (s *server) ack(w http.ResponseWriter, r *http.Request) {
+	req, err := decodeAck(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	res, err := s.b.Ack(r.Context(), req)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeJSON(w, r, http.StatusOK, struct {
+		Acknowledged bool `json:"acknowledged"`
+		*ojs.AckResult
+	}{true, res})
+}
+
+func decodeAck(r *http.Request) (ojs.AckRequest, error) {
+	var req ojs.AckRequest
+	o, err := readObject(r)
+	if err != nil {
+		return req, err
+	}
+	if req.JobID, err = bodyJobID(o); err != nil {
+		return req, err
+	}
+	if req.WorkerID, err = o.id("worker_id", false); err != nil {
+		return req, err
+	}
+	if raw, ok := o.get("result"); ok {
+		req.Result = raw
+	}
+	return req, nil
+}
+
+// nack is FAIL, POST /ojs/v1/workers/nack (10.3): {"job_id","error"} ->
+// {"job_id","state","attempt","max_attempts","next_attempt_at"|"discarded_at"}.
+func (s *server) nack(w http.ResponseWriter, r *http.Request) {
+	req, err := decodeNack(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	res, err := s.b.Nack(r.Context(), req)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeJSON(w, r, http.StatusOK, res)
+}
+
+func decodeNack(r *http.Request) (ojs.NackRequest, error) {
+	var req ojs.NackRequest
+	o, err := readObject(r)
+	if err != nil {
+		return req, err
+	}
+	if req.JobID, err = bodyJobID(o); err != nil {
+		return req, err
+	}
+	if req.WorkerID, err = o.id("worker_id", false); err != nil {
+		return req, err
+	}
+	req.Error, err = decodeJobError(o)
+	return req, err
+}
+
+// decodeJobError reads the error of a FAIL. It accepts the binding's shape
+// {"code","message","retryable","details"}, the worker protocol's
+// {"type","message","backtrace"} (ojs-worker-protocol.md 7.2, 11.5), and a
+// bare string taken as the message. code and type are both optional: a
+// worker's failure report is recorded rather than refused over a missing
+// label.
+func decodeJobError(o object) (ojs.JobError, error) {
+	var je ojs.JobError
+	raw, ok := o.get("error")
+	if !ok {
+		return je, invalid("error", "an object with code and message", "nothing")
+	}
+	if raw[0] == '"' {
+		err := json.Unmarshal(raw, &je.Message)
+		return je, err
+	}
+	eo, err := parseObject(raw)
+	if err != nil || raw[0] != '{' {
+		return je, invalid("error", "an object with code and message", describe(raw))
+	}
+	for _, f := range []struct {
+		name string
+		dst  *string
+	}{{"code", &je.Code}, {"type", &je.Type}, {"message", &je.Message}} {
+		if *f.dst, err = eo.str(f.name, false); err != nil {
+			return je, prefixField("error.", err)
+		}
+	}
+	if je.Retryable, err = eo.boolean("retryable"); err != nil {
+		return je, prefixField("error.", err)
+	}
+	je.Details, _ = eo.get("details")
+	je.Backtrace, _ = eo.get("backtrace")
+	return je, nil
+}
+
+// heartbeat is BEAT, POST /ojs/v1/workers/heartbeat (10.4, spec/README.md
+// decision 4): {"worker_id","active_jobs"?: int | [ids],
+// "active_job_ids"?: [ids], "state"?, "visibility_timeout_ms"?} ->
+// {"state","jobs_extended","server_time"}.
+func (s *server) heartbeat(w http.ResponseWriter, r *http.Request) {
+	req, err := decodeHeartbeat(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	res, err := s.b.Heartbeat(r.Context(), req)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if res == nil {
+		res = &ojs.HeartbeatResult{}
+	}
+	out := struct {
+		State      string    `json:"state"`
+		Extended   []string  `json:"jobs_extended"`
+		ServerTime *ojs.Time `json:"server_time"`
+	}{res.State, res.Extended, ojs.NewTime(res.ServerTime)}
+	if out.State == "" {
+		out.State = ojs.WorkerRunning
+	}
+	if out.Extended == nil {
+		out.Extended = []string{}
+	}
+	if res.ServerTime.IsZero() {
+		out.ServerTime = ojs.NewTime(time.Now())
+	}
+	s.writeJSON(w, r, http.StatusOK, out)
+}
+
+func decodeHeartbeat(r *http.Request) (ojs.HeartbeatRequest, error) {
+	var req ojs.HeartbeatRequest
+	o, err := readObject(r)
+	if err != nil {
+		return req, err
+	}
+	if req.WorkerID, err = o.id("worker_id", true); err != nil {
+		return req, err
+	}
+	if _, err = o.str("state", false); err != nil {
+		return req, err
+	}
+	ids, err := activeJobIDs(o)
+	if err != nil {
+		return req, err
+	}
+	req.JobIDs = ids
+	vt, err := o.integer("visibility_timeout_ms", 0, 0, maxVisibilityTimeoutMs)
+	req.VisibilityTimeout = time.Duration(vt) * time.Millisecond
+	return req, err
+}
+
+// activeJobIDs merges active_jobs (the binding's array of ids; the worker
+// protocol's count, which carries no ids) and active_job_ids, in order and
+// without repeats. Ids that are not job ids cannot be extended and are
+// dropped, so they never reach the backend.
+func activeJobIDs(o object) ([]string, error) {
+	var ids []string
+	if raw, ok := o.get("active_jobs"); ok {
+		if raw[0] == '[' {
+			list, _, err := stringArray("active_jobs", raw)
+			if err != nil {
+				return nil, err
+			}
+			ids = append(ids, list...)
+		} else if _, err := o.integer("active_jobs", 0, 0, 1<<31-1); err != nil {
+			return nil, invalid("active_jobs", "an integer >= 0 or an array of job ids", describe(raw))
+		}
+	}
+	list, _, err := o.strings("active_job_ids")
+	if err != nil {
+		return nil, err
+	}
+	ids = append(ids, list...)
+	valid := ids[:0]
+	for _, id := range dedupe(ids) {
+		if ojs.ValidID(id) == nil {
+			valid = append(valid, id)
+		}
+	}
+	return valid, nil
+}
+
+// bodyJobID reads "job_id". A value that is not a job id cannot name a job:
+// 404, like an unknown id (see pathJobID).
+func bodyJobID(o object) (string, error) {
+	id, err := o.id("job_id", true)
+	if err != nil {
+		return "", err
+	}
+	if ojs.ValidID(id) != nil {
+		return "", &ojs.NotFoundError{Resource: "job", ID: short(id)}
+	}
+	return id, nil
+}
+
+// prefixField puts a parent path in front of a ValidationError's field.
+func prefixField(prefix string, err error) error {
+	if ve, ok := err.(*ojs.ValidationError); ok {
+		c := *ve
+		c.Field = prefix + c.Field
+		return &c
+	}
+	return err
+}
