@@ -3,6 +3,7 @@ package topology
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Buckets, streams and subjects. Partitioned names are printf patterns whose
@@ -43,6 +44,24 @@ const (
 	TimerCancelSubject = "ojs.cancelled"
 	// TimerConsumer is the durable pull consumer of fired timers.
 	TimerConsumer = "timers"
+
+	// CountStream holds per-queue, per-state job counters (counter CRDTs,
+	// ADR-49): ojs.count.<queue>.<state>, plus duration and wait sums.
+	CountStream = "OJS_COUNTS"
+	// CountSubjects is the counter subject space.
+	CountSubjects = "ojs.count.>"
+	// CountSubjectPattern is ojs.count.<queue>.<name>.
+	CountSubjectPattern = "ojs.count.%s.%s"
+
+	// StatStream keeps one hour of per-queue activity samples, one message
+	// per process per second: ojs.stat.<queue>.
+	StatStream = "OJS_STATS"
+	// StatSubjects is the sample subject space.
+	StatSubjects = "ojs.stat.>"
+	// StatSubjectPattern is ojs.stat.<queue>.
+	StatSubjectPattern = "ojs.stat.%s"
+	// StatWindow is how long samples are kept.
+	StatWindow = time.Hour
 
 	// EventStream keeps recent events for GET /ojs/v1/events.
 	EventStream = "OJS_EVENTS"
@@ -94,6 +113,14 @@ func EventSubject(eventType string) string {
 	}
 	return fmt.Sprintf(EventSubjectPattern, strings.Join(parts, "."))
 }
+
+// CountSubject returns the counter subject of a queue's counter.
+func CountSubject(queue, name string) string {
+	return fmt.Sprintf(CountSubjectPattern, Token(queue), name)
+}
+
+// StatSubject returns the sample subject of a queue.
+func StatSubject(queue string) string { return fmt.Sprintf(StatSubjectPattern, Token(queue)) }
 
 // DeadKey returns the dead-letter index key of a job.
 func DeadKey(queue, jobID string) string { return Token(queue) + "." + Token(jobID) }

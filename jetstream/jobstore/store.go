@@ -1,0 +1,177 @@
+package jobstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
+
+	"github.com/jetgate/jetgate/admission/ojs"
+	"github.com/jetgate/jetgate/jetstream/topology"
+)
+
+// Headers carried by ready messages and timers.
+const (
+	HeaderJobID = "Ojs-Job-Id"
+	HeaderToken = "Ojs-Token"
+)
+
+// ErrConflict is returned by Update when the record changed since it was
+// read: the caller lost a compare-and-swap race and must re-read.
+var ErrConflict = errors.New("job record changed concurrently")
+
+// Store reads and writes job records and publishes their messages.
+type Store struct {
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	assets *topology.Assets
+}
+
+// New returns a Store over assets created by topology.Ensure.
+func New(nc *nats.Conn, js jetstream.JetStream, assets *topology.Assets) *Store {
+	return &Store{nc: nc, js: js, assets: assets}
+}
+
+// NewToken returns a fresh transition token.
+func NewToken() string { return nuid.Next() }
+
+// Get reads a job record and its revision.
+func (s *Store) Get(ctx context.Context, id string) (*ojs.Job, uint64, error) {
+	if !validKey(id) {
+		return nil, 0, &ojs.NotFoundError{Resource: "job", ID: id}
+	}
+	e, err := s.assets.Jobs.Get(ctx, id)
+	if err != nil {
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			return nil, 0, &ojs.NotFoundError{Resource: "job", ID: id}
+		}
+		return nil, 0, fmt.Errorf("get job %s: %w", id, unavailable(err))
+	}
+	var j ojs.Job
+	if err := json.Unmarshal(e.Value(), &j); err != nil {
+		return nil, 0, fmt.Errorf("decode job %s: %w", id, err)
+	}
+	return &j, e.Revision(), nil
+}
+
+// Create writes a new job record; an existing id is a DuplicateError.
+func (s *Store) Create(ctx context.Context, j *ojs.Job) (uint64, error) {
+	b, err := json.Marshal(j)
+	if err != nil {
+		return 0, fmt.Errorf("encode job %s: %w", j.ID, err)
+	}
+	rev, err := s.assets.Jobs.Create(ctx, j.ID, b)
+	if err != nil {
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			return 0, &ojs.DuplicateError{ExistingID: j.ID}
+		}
+		return 0, fmt.Errorf("create job %s: %w", j.ID, unavailable(err))
+	}
+	return rev, nil
+}
+
+// Update writes j if the record is still at revision rev.
+func (s *Store) Update(ctx context.Context, j *ojs.Job, rev uint64) (uint64, error) {
+	b, err := json.Marshal(j)
+	if err != nil {
+		return 0, fmt.Errorf("encode job %s: %w", j.ID, err)
+	}
+	nrev, err := s.assets.Jobs.Update(ctx, j.ID, b, rev)
+	if err != nil {
+		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) {
+			return 0, ErrConflict
+		}
+		return 0, fmt.Errorf("update job %s: %w", j.ID, unavailable(err))
+	}
+	return nrev, nil
+}
+
+// Delete removes a job record if it is still at revision rev.
+func (s *Store) Delete(ctx context.Context, id string, rev uint64) error {
+	if err := s.assets.Jobs.Purge(ctx, id, jetstream.LastRevision(rev)); err != nil {
+		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) {
+			return ErrConflict
+		}
+		return fmt.Errorf("delete job %s: %w", id, unavailable(err))
+	}
+	return nil
+}
+
+// ReadyMsg builds the ready message of a job in its current state.
+func ReadyMsg(j *ojs.Job) *nats.Msg {
+	m := nats.NewMsg(topology.ReadySubject(j.Queue, j.Priority))
+	m.Header.Set(HeaderJobID, j.ID)
+	m.Header.Set(HeaderToken, j.Internal.Token)
+	m.Header.Set(jetstream.MsgIDHeader, j.ID+":"+j.Internal.Token)
+	return m
+}
+
+// PublishReady publishes the ready message of j (carrying j's token) and
+// waits for JetStream to store it.
+func (s *Store) PublishReady(ctx context.Context, j *ojs.Job) error {
+	if _, err := s.js.PublishMsg(ctx, ReadyMsg(j)); err != nil {
+		return fmt.Errorf("publish ready %s: %w", j.ID, unavailable(err))
+	}
+	return nil
+}
+
+// SetTimer schedules a timer of kind for job id at time at, carrying token.
+// A later SetTimer of the same kind and job replaces it.
+func (s *Store) SetTimer(ctx context.Context, kind, id, token string, at time.Time) error {
+	m := nats.NewMsg(topology.TimerSchedule(kind, id))
+	m.Header.Set(jetstream.ScheduleHeader, "@at "+at.UTC().Format(time.RFC3339Nano))
+	m.Header.Set(jetstream.ScheduleTargetHeader, topology.TimerFired(kind))
+	m.Header.Set(HeaderJobID, id)
+	m.Header.Set(HeaderToken, token)
+	if _, err := s.js.PublishMsg(ctx, m); err != nil {
+		return fmt.Errorf("set %s timer of %s: %w", kind, id, unavailable(err))
+	}
+	return nil
+}
+
+// CancelTimer stops a pending timer early. It does not wait: a timer that
+// fires anyway carries a stale token and is dropped by its consumer.
+func (s *Store) CancelTimer(kind, id string) {
+	m := nats.NewMsg(topology.TimerCancelSubject)
+	m.Header.Set(jetstream.ScheduleNextHeader, "purge")
+	m.Header.Set(jetstream.SchedulerHeader, topology.TimerSchedule(kind, id))
+	m.Header.Set(jetstream.MsgTTLHeader, "10s")
+	_ = s.nc.PublishMsg(m)
+}
+
+// MsgRef is the job a ready message or timer points at.
+type MsgRef struct {
+	JobID string
+	Token string
+}
+
+// Ref reads the job reference of a ready message or fired timer.
+func Ref(h nats.Header) (MsgRef, bool) {
+	r := MsgRef{JobID: h.Get(HeaderJobID), Token: h.Get(HeaderToken)}
+	return r, r.JobID != "" && r.Token != ""
+}
+
+// validKey reports whether id can be a KV key; ids are UUIDs, so anything
+// else is simply not found.
+func validKey(id string) bool {
+	if id == "" || len(id) > 128 {
+		return false
+	}
+	return !strings.ContainsAny(id, " \t\r\n*>.")
+}
+
+// unavailable marks transport failures so httpbind answers 503.
+func unavailable(err error) error {
+	if errors.Is(err, nats.ErrConnectionClosed) || errors.Is(err, nats.ErrTimeout) ||
+		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrNoResponders) ||
+		errors.Is(err, jetstream.ErrNoStreamResponse) {
+		return fmt.Errorf("%w: %w", ojs.ErrUnavailable, err)
+	}
+	return err
+}

@@ -1,0 +1,179 @@
+package topology
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Config shapes the JetStream assets.
+type Config struct {
+	// Replicas of every stream and bucket: 1 on a single server, 3 on a
+	// 3-node cluster.
+	Replicas int
+	// Storage is file storage unless set to memory (tests, benchmarks).
+	Storage jetstream.StorageType
+	// DuplicateWindow bounds the deduplication of ready messages.
+	DuplicateWindow time.Duration
+}
+
+func (c Config) withDefaults() Config {
+	c.Replicas = cmp.Or(c.Replicas, 1)
+	c.DuplicateWindow = cmp.Or(c.DuplicateWindow, 2*time.Minute)
+	return c
+}
+
+// Assets are the handles jetgate works with once Ensure has run.
+type Assets struct {
+	Jobs   jetstream.KeyValue
+	Queues jetstream.KeyValue
+	Dead   jetstream.KeyValue
+	Limits jetstream.KeyValue
+	Ready  jetstream.Stream
+	Timers jetstream.Stream
+	Counts jetstream.Stream
+	Stats  jetstream.Stream
+}
+
+// Ensure creates or updates every bucket and stream jetgate needs. It is
+// idempotent and safe to run from many processes at once.
+func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Assets, error) {
+	cfg = cfg.withDefaults()
+	var a Assets
+	var err error
+	kv := func(name, desc string, dst *jetstream.KeyValue) {
+		if err != nil {
+			return
+		}
+		*dst, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket:      name,
+			Description: desc,
+			History:     1,
+			Storage:     cfg.Storage,
+			Replicas:    cfg.Replicas,
+		})
+		if err != nil {
+			err = fmt.Errorf("ensure bucket %s: %w", name, err)
+		}
+	}
+	kv(JobsBucket, "jetgate job records, key = job id", &a.Jobs)
+	kv(QueuesBucket, "jetgate queue config, key = escaped queue name", &a.Queues)
+	kv(DeadBucket, "jetgate dead letter index, key = queue.job id", &a.Dead)
+	kv(LimitsBucket, "jetgate rate limit state, key = escaped limit key", &a.Limits)
+	if err != nil {
+		return nil, err
+	}
+	if err := allowAtomic(ctx, js, "KV_"+JobsBucket); err != nil {
+		return nil, err
+	}
+	if cfg.Replicas > 1 {
+		// Direct gets may be answered by a follower that has not applied
+		// the latest write yet. Every read of a record feeds a decision,
+		// so on a cluster reads go through the stream leader.
+		for _, b := range []struct {
+			name string
+			dst  *jetstream.KeyValue
+		}{{JobsBucket, &a.Jobs}, {QueuesBucket, &a.Queues}, {DeadBucket, &a.Dead}, {LimitsBucket, &a.Limits}} {
+			if *b.dst, err = leaderReads(ctx, js, b.name); err != nil {
+				return nil, err
+			}
+		}
+	}
+	a.Ready, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:        ReadyStream,
+		Description: "jetgate ready jobs: one message per job ready to run, ojs.ready.<queue>.<priority>",
+		Subjects:    []string{ReadySubjects},
+		Retention:   jetstream.WorkQueuePolicy,
+		Storage:     cfg.Storage,
+		Replicas:    cfg.Replicas,
+		Duplicates:  cfg.DuplicateWindow,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ensure stream %s: %w", ReadyStream, err)
+	}
+	a.Timers, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:        TimerStream,
+		Description: "jetgate timers: message schedules (ojs.timer.<kind>.<job>) firing to ojs.fired.<kind>",
+		Subjects:    []string{TimerScheduleSubjects, TimerFiredSubjects, TimerCancelSubject},
+		// WorkQueue: a fired timer is gone once handled. Schedules themselves
+		// are never consumed (the timers consumer filters ojs.fired.>), and
+		// cancel markers carry a per-message TTL.
+		Retention:         jetstream.WorkQueuePolicy,
+		Storage:           cfg.Storage,
+		Replicas:          cfg.Replicas,
+		AllowMsgSchedules: true,
+		AllowMsgTTL:       true,
+		AllowRollup:       true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ensure stream %s: %w", TimerStream, err)
+	}
+	a.Counts, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:              CountStream,
+		Description:       "jetgate job counters per queue and state (counter CRDTs)",
+		Subjects:          []string{CountSubjects},
+		Storage:           cfg.Storage,
+		Replicas:          cfg.Replicas,
+		AllowMsgCounter:   true,
+		AllowDirect:       true,
+		MaxMsgsPerSubject: 1,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ensure stream %s: %w", CountStream, err)
+	}
+	a.Stats, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:        StatStream,
+		Description: "jetgate per-queue activity samples of the last hour",
+		Subjects:    []string{StatSubjects},
+		Storage:     cfg.Storage,
+		Replicas:    cfg.Replicas,
+		MaxAge:      StatWindow,
+		AllowDirect: true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ensure stream %s: %w", StatStream, err)
+	}
+	return &a, nil
+}
+
+// leaderReads turns off direct gets on a bucket and binds it again, so
+// every Get is answered by the stream leader (read-after-write).
+func leaderReads(ctx context.Context, js jetstream.JetStream, bucket string) (jetstream.KeyValue, error) {
+	s, err := js.Stream(ctx, "KV_"+bucket)
+	if err != nil {
+		return nil, fmt.Errorf("look up bucket %s: %w", bucket, err)
+	}
+	cfg := s.CachedInfo().Config
+	if cfg.AllowDirect {
+		cfg.AllowDirect = false
+		if _, err := js.UpdateStream(ctx, cfg); err != nil {
+			return nil, fmt.Errorf("leader reads on %s: %w", bucket, err)
+		}
+	}
+	kv, err := js.KeyValue(ctx, bucket)
+	if err != nil {
+		return nil, fmt.Errorf("bind bucket %s: %w", bucket, err)
+	}
+	return kv, nil
+}
+
+// allowAtomic turns on atomic batch publishing on a bucket's stream, so a
+// batch of job records can be created all-or-nothing.
+func allowAtomic(ctx context.Context, js jetstream.JetStream, stream string) error {
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		return fmt.Errorf("look up stream %s: %w", stream, err)
+	}
+	cfg := s.CachedInfo().Config
+	if cfg.AllowAtomicPublish {
+		return nil
+	}
+	cfg.AllowAtomicPublish = true
+	if _, err := js.UpdateStream(ctx, cfg); err != nil {
+		return fmt.Errorf("allow atomic publish on %s: %w", stream, err)
+	}
+	return nil
+}
