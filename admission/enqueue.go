@@ -1,0 +1,122 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jetgate/jetgate/admission/ojs"
+	"github.com/jetgate/jetgate/jetstream/jobstore"
+	"github.com/jetgate/jetgate/jetstream/topology"
+)
+
+// Enqueue accepts a validated job (from ojs.ParseJob): it becomes pending,
+// scheduled or available, and is stored before Enqueue returns.
+func (s *Service) Enqueue(ctx context.Context, job *ojs.Job) (*ojs.Job, error) {
+	if err := s.queues.admit(ctx, job.Queue); err != nil {
+		return nil, err
+	}
+	j := s.initial(job)
+	if err := s.publishInitial(ctx, j); err != nil {
+		return nil, err
+	}
+	if _, err := s.store.Create(ctx, j); err != nil {
+		return nil, err
+	}
+	s.enqueued(ctx, j)
+	return j, nil
+}
+
+// initial sets the server fields of a new job and picks its first state.
+func (s *Service) initial(job *ojs.Job) *ojs.Job {
+	j := job.Clone()
+	now := s.now()
+	j.SpecVersion = ojs.SpecVersion
+	if j.ID == "" {
+		j.ID = ojs.NewID()
+	}
+	if j.Retry == nil {
+		p := ojs.DefaultRetryPolicy()
+		j.Retry = &p
+	}
+	if j.MaxAttempts == 0 {
+		j.MaxAttempts = j.Retry.MaxAttempts
+	}
+	j.Attempt = 0
+	j.CreatedAt = ojs.NewTime(now)
+	j.Internal = ojs.Internal{Token: jobstore.NewToken(), Subject: topology.ReadySubject(j.Queue, j.Priority)}
+	switch {
+	case j.Pending:
+		j.State = ojs.StatePending
+	case j.ScheduledAt != nil && j.ScheduledAt.After(now):
+		j.State = ojs.StateScheduled
+	default:
+		j.State = ojs.StateAvailable
+		j.EnqueuedAt = ojs.NewTime(now)
+	}
+	return j
+}
+
+// publishInitial publishes what a new job's first state relies on.
+func (s *Service) publishInitial(ctx context.Context, j *ojs.Job) error {
+	switch j.State {
+	case ojs.StateAvailable:
+		return s.store.PublishReady(ctx, j)
+	case ojs.StateScheduled:
+		return s.store.SetTimer(ctx, topology.TimerDue, j.ID, j.Internal.Token, j.ScheduledAt.Time)
+	}
+	return nil
+}
+
+func (s *Service) enqueued(ctx context.Context, j *ojs.Job) {
+	s.met.JobEnqueued(ctx, j.Queue, j.Type)
+	s.stats.move(j.Queue, "", j.State)
+	if j.State == ojs.StateScheduled {
+		s.events.PublishJob(EventJobScheduled, j, nil)
+		return
+	}
+	s.events.PublishJob(EventJobEnqueued, j, nil)
+}
+
+// EnqueueBatch enqueues all jobs or none: their ready messages and timers
+// are published first, then every record is created in one atomic batch.
+// A failed batch leaves only messages whose tokens match no record.
+func (s *Service) EnqueueBatch(ctx context.Context, jobs []*ojs.Job) ([]*ojs.Job, error) {
+	seen := make(map[string]int, len(jobs))
+	out := make([]*ojs.Job, len(jobs))
+	for i, job := range jobs {
+		if err := s.queues.admit(ctx, job.Queue); err != nil {
+			return nil, err
+		}
+		j := s.initial(job)
+		if k, dup := seen[j.ID]; dup {
+			return nil, &ojs.ValidationError{Field: fmt.Sprintf("jobs[%d].id", i),
+				Message: fmt.Sprintf("jobs[%d].id repeats the id of jobs[%d]", i, k)}
+		}
+		seen[j.ID] = i
+		out[i] = j
+	}
+	if err := s.publishInitialBatch(ctx, out); err != nil {
+		return nil, err
+	}
+	if err := s.store.CreateBatch(ctx, out); err != nil {
+		return nil, err
+	}
+	for _, j := range out {
+		s.enqueued(ctx, j)
+	}
+	return out, nil
+}
+
+func (s *Service) publishInitialBatch(ctx context.Context, jobs []*ojs.Job) error {
+	var ready []*ojs.Job
+	for _, j := range jobs {
+		if j.State == ojs.StateAvailable {
+			ready = append(ready, j)
+			continue
+		}
+		if err := s.publishInitial(ctx, j); err != nil {
+			return err
+		}
+	}
+	return s.store.PublishReadyBatch(ctx, ready)
+}

@@ -1,0 +1,275 @@
+package admission
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetgate/jetgate/admission/ojs"
+	"github.com/jetgate/jetgate/jetstream/jobstore"
+	"github.com/jetgate/jetgate/jetstream/topology"
+)
+
+// Fetch claims up to req.Count jobs for a worker. Queues are tried in the
+// order given; inside a queue the lowest priority value goes first and
+// equal priorities go oldest first (PRI-003, PRI-004). Each claimed job is
+// active, its attempt counted, and its visibility timer set.
+func (s *Service) Fetch(ctx context.Context, req ojs.FetchRequest) ([]*ojs.Job, error) {
+	want := min(max(req.Count, 1), s.cfg.MaxFetch)
+	var out []*ojs.Job
+	for _, q := range req.Queues {
+		if len(out) == want {
+			break
+		}
+		if s.queues.paused(q) {
+			continue
+		}
+		got, err := s.fetchQueue(ctx, q, want-len(out), req)
+		out = append(out, got...)
+		if err != nil {
+			if len(out) > 0 {
+				s.log.Warn("fetch stopped early", "queue", q, "error", err)
+				return out, nil
+			}
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// fetchQueue claims up to want jobs from one queue, level by level.
+func (s *Service) fetchQueue(ctx context.Context, queue string, want int, req ojs.FetchRequest) ([]*ojs.Job, error) {
+	var out []*ojs.Job
+	for round := 0; round < 8 && len(out) < want; round++ {
+		levels, err := s.levels(ctx, queue)
+		if err != nil {
+			return out, err
+		}
+		if len(levels) == 0 {
+			return out, nil
+		}
+		progress := false
+		for _, p := range levels {
+			if len(out) == want {
+				break
+			}
+			got, seen, err := s.fetchLevel(ctx, queue, p, want-len(out), req)
+			out = append(out, got...)
+			if err != nil {
+				return out, err
+			}
+			if seen > 0 {
+				progress = true
+			}
+			if seen > len(got) {
+				// Stale messages were drained: a higher level may have
+				// received jobs meanwhile, so look at the levels again.
+				break
+			}
+		}
+		if !progress {
+			return out, nil
+		}
+	}
+	return out, nil
+}
+
+// levels lists the priority levels of a queue that hold ready messages,
+// lowest value first. One stream info request answers it exactly.
+func (s *Service) levels(ctx context.Context, queue string) ([]int, error) {
+	info, err := s.assets.Ready.Info(ctx, jetstream.WithSubjectFilter(topology.ReadyQueueFilter(queue)))
+	if err != nil {
+		return nil, fmt.Errorf("ready levels of %s: %w", queue, asUnavailable(err))
+	}
+	levels := make([]int, 0, len(info.State.Subjects))
+	for subj, n := range info.State.Subjects {
+		if n == 0 {
+			continue
+		}
+		i := strings.LastIndexByte(subj, '.')
+		p, err := strconv.Atoi(subj[i+1:])
+		if err != nil {
+			continue
+		}
+		levels = append(levels, p)
+	}
+	slices.Sort(levels)
+	return levels, nil
+}
+
+// fetchLevel pulls up to want ready messages of one level and claims the
+// jobs they point at. seen counts messages, claimed or stale.
+func (s *Service) fetchLevel(ctx context.Context, queue string, prio, want int, req ojs.FetchRequest) (got []*ojs.Job, seen int, err error) {
+	cons, err := s.consumer(ctx, queue, prio)
+	if err != nil {
+		return nil, 0, err
+	}
+	batch, err := cons.FetchNoWait(want)
+	if err != nil {
+		s.consumers.Delete(topology.ReadyConsumer(queue, prio))
+		return nil, 0, fmt.Errorf("fetch %s/%d: %w", queue, prio, asUnavailable(err))
+	}
+	for msg := range batch.Messages() {
+		seen++
+		j, err := s.claim(ctx, msg, req)
+		if err != nil {
+			_ = msg.Nak()
+			s.log.Warn("claim failed", "queue", queue, "error", err)
+			continue
+		}
+		if j != nil {
+			got = append(got, j)
+		}
+	}
+	if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
+		s.consumers.Delete(topology.ReadyConsumer(queue, prio))
+		return got, seen, fmt.Errorf("fetch %s/%d: %w", queue, prio, asUnavailable(err))
+	}
+	return got, seen, nil
+}
+
+// consumer returns the durable pull consumer of a queue level, creating it
+// on first use. Idle consumers are removed by the server after ConsumerIdle.
+func (s *Service) consumer(ctx context.Context, queue string, prio int) (jetstream.Consumer, error) {
+	name := topology.ReadyConsumer(queue, prio)
+	if c, ok := s.consumers.Load(name); ok {
+		return c.(jetstream.Consumer), nil
+	}
+	c, err := s.assets.Ready.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
+		Durable:           name,
+		Description:       fmt.Sprintf("jetgate ready jobs of queue %q at priority %d", queue, prio),
+		FilterSubject:     topology.ReadySubject(queue, prio),
+		AckPolicy:         jetstream.AckExplicitPolicy,
+		AckWait:           s.cfg.ClaimAckWait,
+		MaxAckPending:     -1,
+		MaxDeliver:        -1,
+		InactiveThreshold: s.cfg.ConsumerIdle,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("consumer %s: %w", name, asUnavailable(err))
+	}
+	s.consumers.Store(name, c)
+	return c, nil
+}
+
+// maxOrphanDeliveries bounds how often a ready message whose record does
+// not exist is retried: the enqueue that published it is still writing
+// the record, or died before it did (then the job was never accepted).
+const maxOrphanDeliveries = 5
+
+// claim turns one ready message into an active job, or returns nil when
+// the message is stale (the job moved on) or the job expired.
+func (s *Service) claim(ctx context.Context, msg jetstream.Msg, req ojs.FetchRequest) (*ojs.Job, error) {
+	ref, ok := jobstore.Ref(msg.Headers())
+	if !ok {
+		_ = msg.Term()
+		return nil, nil
+	}
+	for range maxCASRetries {
+		j, rev, err := s.store.Get(ctx, ref.JobID)
+		if errors.Is(err, ojs.ErrNotFound) {
+			s.orphan(msg)
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if j.State != ojs.StateAvailable || j.Internal.Token != ref.Token {
+			_ = msg.Ack()
+			return nil, nil
+		}
+		now := s.now()
+		if j.ExpiresAt != nil && !now.Before(j.ExpiresAt.Time) {
+			err := s.expire(ctx, j, rev)
+			if errors.Is(err, jobstore.ErrConflict) {
+				continue
+			}
+			_ = msg.Ack()
+			return nil, err
+		}
+		nj := s.activate(j, req, now)
+		if err := s.store.SetTimer(ctx, topology.TimerLease, nj.ID, nj.Internal.Token, nj.Internal.LeaseUntil.Time); err != nil {
+			return nil, err
+		}
+		if _, err := s.store.Update(ctx, nj, rev); err != nil {
+			if errors.Is(err, jobstore.ErrConflict) {
+				continue
+			}
+			return nil, err
+		}
+		_ = msg.Ack()
+		var wait time.Duration
+		if j.EnqueuedAt != nil {
+			wait = now.Sub(j.EnqueuedAt.Time)
+		}
+		s.stats.move(nj.Queue, ojs.StateAvailable, ojs.StateActive)
+		s.stats.sample(nj.Queue, func(smp *statSample) {
+			smp.Started++
+			smp.WaitMs += wait.Milliseconds()
+		})
+		s.met.JobStarted(ctx, nj.Queue, nj.Type, nj.Attempt, wait)
+		s.events.PublishJob(EventJobStarted, nj, map[string]any{"worker_id": nj.WorkerID})
+		return nj, nil
+	}
+	return nil, fmt.Errorf("%w: job %s kept changing", ojs.ErrConflict, ref.JobID)
+}
+
+// activate computes the active record of a claimed job.
+func (s *Service) activate(j *ojs.Job, req ojs.FetchRequest, now time.Time) *ojs.Job {
+	nj := j.Clone()
+	nj.State = ojs.StateActive
+	nj.Attempt++
+	nj.StartedAt = ojs.NewTime(now)
+	nj.CompletedAt = nil
+	nj.WorkerID = req.WorkerID
+	vis := req.VisibilityTimeout
+	if vis <= 0 {
+		vis = j.VisibilityTimeout(s.cfg.DefaultVisibilityTimeout)
+	}
+	nj.Internal.Token = jobstore.NewToken()
+	nj.Internal.LeaseUntil = ojs.NewTime(now.Add(vis))
+	return nj
+}
+
+func (s *Service) orphan(msg jetstream.Msg) {
+	md, err := msg.Metadata()
+	if err == nil && md.NumDelivered < maxOrphanDeliveries {
+		_ = msg.NakWithDelay(time.Second)
+		return
+	}
+	_ = msg.TermWithReason("job record does not exist")
+}
+
+// expire discards a job whose expires_at passed before it could start.
+func (s *Service) expire(ctx context.Context, j *ojs.Job, rev uint64) error {
+	now := s.now()
+	nj := j.Clone()
+	nj.State = ojs.StateDiscarded
+	nj.DiscardedAt = ojs.NewTime(now)
+	nj.Error = &ojs.JobError{Code: "expired", Type: "expired", Message: "job expired at " + j.ExpiresAt.String() + " before it could start", At: ojs.NewTime(now)}
+	nj.Internal.Token = jobstore.NewToken()
+	if err := s.store.PutDead(ctx, jobstore.DeadEntry{JobID: j.ID, Queue: j.Queue, DiscardedAt: nj.DiscardedAt}); err != nil {
+		return err
+	}
+	if _, err := s.store.Update(ctx, nj, rev); err != nil {
+		return err
+	}
+	s.stats.move(nj.Queue, j.State, nj.State)
+	s.met.JobExpired(ctx, nj.Queue, nj.Type)
+	s.events.PublishJob(EventJobExpired, nj, nil)
+	return nil
+}
+
+func asUnavailable(err error) error {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
+		errors.Is(err, jetstream.ErrNoStreamResponse) {
+		return fmt.Errorf("%w: %w", ojs.ErrUnavailable, err)
+	}
+	return err
+}

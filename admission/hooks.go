@@ -1,0 +1,61 @@
+package admission
+
+import (
+	"context"
+	"time"
+
+	"github.com/jetgate/jetgate/admission/ojs"
+)
+
+// EventSink receives lifecycle events; jetstream/events.Publisher is the
+// production sink. Publishing must not block the job path.
+type EventSink interface {
+	PublishJob(eventType string, job *ojs.Job, extra map[string]any)
+	PublishQueue(eventType, queue, actor string)
+	Recent(ctx context.Context, q ojs.EventQuery) ([]ojs.Event, error)
+}
+
+// Recorder receives job metrics; admission/metrics.Metrics is the
+// production recorder.
+type Recorder interface {
+	JobEnqueued(ctx context.Context, queue, jobType string)
+	JobStarted(ctx context.Context, queue, jobType string, attempt int, wait time.Duration)
+	JobCompleted(ctx context.Context, queue, jobType string, d time.Duration)
+	JobFailed(ctx context.Context, queue, jobType string, d time.Duration)
+	JobDiscarded(ctx context.Context, queue, jobType string, d time.Duration)
+	JobCancelled(ctx context.Context, queue, jobType string, d time.Duration)
+	JobExpired(ctx context.Context, queue, jobType string)
+}
+
+// Event types of ojs-events.md section 3 that admission emits.
+const (
+	EventJobEnqueued  = "job.enqueued"
+	EventJobScheduled = "job.scheduled"
+	EventJobStarted   = "job.started"
+	EventJobCompleted = "job.completed"
+	EventJobFailed    = "job.failed"
+	EventJobRetrying  = "job.retrying"
+	EventJobDiscarded = "job.discarded"
+	EventJobCancelled = "job.cancelled"
+	EventJobExpired   = "job.expired"
+	EventQueuePaused  = "queue.paused"
+	EventQueueResumed = "queue.resumed"
+)
+
+type noEvents struct{}
+
+func (noEvents) PublishJob(string, *ojs.Job, map[string]any) {}
+func (noEvents) PublishQueue(string, string, string)         {}
+func (noEvents) Recent(context.Context, ojs.EventQuery) ([]ojs.Event, error) {
+	return nil, nil
+}
+
+type noMetrics struct{}
+
+func (noMetrics) JobEnqueued(context.Context, string, string)                    {}
+func (noMetrics) JobStarted(context.Context, string, string, int, time.Duration) {}
+func (noMetrics) JobCompleted(context.Context, string, string, time.Duration)    {}
+func (noMetrics) JobFailed(context.Context, string, string, time.Duration)       {}
+func (noMetrics) JobDiscarded(context.Context, string, string, time.Duration)    {}
+func (noMetrics) JobCancelled(context.Context, string, string, time.Duration)    {}
+func (noMetrics) JobExpired(context.Context, string, string)                     {}

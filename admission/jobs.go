@@ -1,0 +1,83 @@
+package admission
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jetgate/jetgate/admission/ojs"
+	"github.com/jetgate/jetgate/jetstream/jobstore"
+	"github.com/jetgate/jetgate/jetstream/topology"
+)
+
+// Get returns a job by id.
+func (s *Service) Get(ctx context.Context, id string) (*ojs.Job, error) {
+	j, _, err := s.store.Get(ctx, id)
+	return j, err
+}
+
+// Cancel moves a job that has not finished to cancelled. Pending messages
+// and timers of the job become stale with the token change.
+func (s *Service) Cancel(ctx context.Context, id string) (*ojs.Job, ojs.State, error) {
+	nj, old, err := s.transition(ctx, id, func(j *ojs.Job) (*ojs.Job, func(context.Context, *ojs.Job) error, error) {
+		if !ojs.CanTransition(j.State, ojs.StateCancelled) {
+			return nil, nil, &ojs.StateError{JobID: j.ID, Current: j.State, Op: "cancel"}
+		}
+		nj := j.Clone()
+		nj.State = ojs.StateCancelled
+		nj.CancelledAt = ojs.NewTime(s.now())
+		nj.Internal.Token = jobstore.NewToken()
+		nj.Internal.LeaseUntil = nil
+		return nj, nil, nil
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	s.stats.move(nj.Queue, old.State, nj.State)
+	if old.State == ojs.StateActive {
+		s.met.JobCancelled(ctx, nj.Queue, nj.Type, runTime(old))
+	} else {
+		s.met.JobCancelled(ctx, nj.Queue, nj.Type, 0)
+	}
+	switch old.State {
+	case ojs.StateActive:
+		s.store.CancelTimer(topology.TimerLease, id)
+	case ojs.StateScheduled, ojs.StateRetryable:
+		s.store.CancelTimer(topology.TimerDue, id)
+	}
+	s.events.PublishJob(EventJobCancelled, nj, map[string]any{"previous_state": old.State})
+	return nj, old.State, nil
+}
+
+// Activate makes a pending job available.
+func (s *Service) Activate(ctx context.Context, id string) (*ojs.Job, error) {
+	nj, _, err := s.transition(ctx, id, func(j *ojs.Job) (*ojs.Job, func(context.Context, *ojs.Job) error, error) {
+		if j.State != ojs.StatePending {
+			return nil, nil, &ojs.StateError{JobID: j.ID, Current: j.State, Expected: ojs.StatePending, Op: "activate"}
+		}
+		now := s.now()
+		nj := s.ready(j, now)
+		nj.ActivatedAt = ojs.NewTime(now)
+		return nj, s.store.PublishReady, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.stats.move(nj.Queue, ojs.StatePending, nj.State)
+	s.events.PublishJob(EventJobEnqueued, nj, nil)
+	return nj, nil
+}
+
+// ready computes the available record of j with a fresh token.
+func (s *Service) ready(j *ojs.Job, now time.Time) *ojs.Job {
+	nj := j.Clone()
+	nj.State = ojs.StateAvailable
+	nj.EnqueuedAt = ojs.NewTime(now)
+	nj.NextAttemptAt = nil
+	nj.Internal.Token = jobstore.NewToken()
+	nj.Internal.LeaseUntil = nil
+	nj.Internal.Subject = topology.ReadySubject(nj.Queue, nj.Priority)
+	return nj
+}
+
+func isNotFound(err error) bool { return errors.Is(err, ojs.ErrNotFound) }

@@ -1,0 +1,197 @@
+package admission
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetgate/jetgate/admission/ojs"
+	"github.com/jetgate/jetgate/jetstream/jobstore"
+	"github.com/jetgate/jetgate/jetstream/topology"
+)
+
+// queueCache mirrors bucket OJS_QUEUES through a KV watch, so pause checks
+// on the enqueue and fetch paths cost no round trip. It is only a cache:
+// the bucket is the truth, and every process sees a change within the
+// watch's delivery latency.
+type queueCache struct {
+	store *jobstore.Store
+	log   *slog.Logger
+	now   func() time.Time
+
+	mu     sync.RWMutex
+	queues map[string]*jobstore.QueueRecord
+}
+
+func newQueueCache(store *jobstore.Store, log *slog.Logger, now func() time.Time) *queueCache {
+	return &queueCache{store: store, log: log, now: now, queues: map[string]*jobstore.QueueRecord{}}
+}
+
+// start loads every queue, then follows changes until runCtx ends.
+func (c *queueCache) start(ctx, runCtx context.Context, wg *sync.WaitGroup) error {
+	w, err := c.store.WatchQueues(runCtx)
+	if err != nil {
+		return err
+	}
+	ready := make(chan struct{})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer func() { _ = w.Stop() }()
+		initial := true
+		for {
+			select {
+			case <-runCtx.Done():
+				return
+			case e, ok := <-w.Updates():
+				if !ok {
+					return
+				}
+				if e == nil {
+					if initial {
+						initial = false
+						close(ready)
+					}
+					continue
+				}
+				c.apply(e)
+			}
+		}
+	}()
+	select {
+	case <-ready:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("load queues: %w", ctx.Err())
+	}
+}
+
+func (c *queueCache) apply(e jetstream.KeyValueEntry) {
+	name, err := topology.Untoken(e.Key())
+	if err != nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e.Operation() != jetstream.KeyValuePut {
+		delete(c.queues, name)
+		return
+	}
+	q, err := jobstore.DecodeQueue(e)
+	if err != nil {
+		c.log.Warn("bad queue record", "queue", name, "error", err)
+		return
+	}
+	if old, ok := c.queues[name]; ok && old.Rev > q.Rev {
+		return
+	}
+	c.queues[name] = q
+}
+
+func (c *queueCache) get(name string) (*jobstore.QueueRecord, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	q, ok := c.queues[name]
+	return q, ok
+}
+
+func (c *queueCache) put(q *jobstore.QueueRecord) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.queues[q.Name]; ok && old.Rev > q.Rev {
+		return
+	}
+	c.queues[q.Name] = q
+}
+
+func (c *queueCache) paused(name string) bool {
+	q, ok := c.get(name)
+	return ok && q.Status == ojs.QueuePaused
+}
+
+// admit registers a queue on first use and refuses paused queues (422).
+func (c *queueCache) admit(ctx context.Context, name string) error {
+	q, ok := c.get(name)
+	if !ok {
+		var err error
+		q, err = c.store.CreateQueue(ctx, ojs.QueueInfo{Name: name, Status: ojs.QueueActive, CreatedAt: ojs.NewTime(c.now())})
+		if err != nil {
+			return err
+		}
+		c.put(q)
+	}
+	if q.Status == ojs.QueuePaused {
+		return &ojs.QueuePausedError{Queue: name, PausedAt: q.PausedAt}
+	}
+	return nil
+}
+
+func (c *queueCache) list() []ojs.QueueInfo {
+	c.mu.RLock()
+	out := make([]ojs.QueueInfo, 0, len(c.queues))
+	for _, q := range c.queues {
+		out = append(out, q.QueueInfo)
+	}
+	c.mu.RUnlock()
+	slices.SortFunc(out, func(a, b ojs.QueueInfo) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// ListQueues lists every known queue by name.
+func (s *Service) ListQueues(ctx context.Context) ([]ojs.QueueInfo, error) {
+	return s.queues.list(), nil
+}
+
+// PauseQueue stops fetches from a queue and refuses enqueues to it. A queue
+// that does not exist yet is created paused.
+func (s *Service) PauseQueue(ctx context.Context, name string) (*ojs.QueueInfo, error) {
+	q, changed, err := s.setQueueStatus(ctx, name, ojs.QueuePaused)
+	if err == nil && changed {
+		s.events.PublishQueue(EventQueuePaused, name, "api")
+	}
+	return q, err
+}
+
+// ResumeQueue undoes PauseQueue.
+func (s *Service) ResumeQueue(ctx context.Context, name string) (*ojs.QueueInfo, error) {
+	q, changed, err := s.setQueueStatus(ctx, name, ojs.QueueActive)
+	if err == nil && changed {
+		s.events.PublishQueue(EventQueueResumed, name, "api")
+	}
+	return q, err
+}
+
+func (s *Service) setQueueStatus(ctx context.Context, name, status string) (*ojs.QueueInfo, bool, error) {
+	for range maxCASRetries {
+		q, err := s.store.CreateQueue(ctx, ojs.QueueInfo{Name: name, Status: ojs.QueueActive, CreatedAt: ojs.NewTime(s.now())})
+		if err != nil {
+			return nil, false, err
+		}
+		if q.Status == status {
+			s.queues.put(q)
+			return &q.QueueInfo, false, nil
+		}
+		q.Status = status
+		if status == ojs.QueuePaused {
+			q.PausedAt = ojs.NewTime(s.now())
+		} else {
+			q.ResumedAt = ojs.NewTime(s.now())
+		}
+		if err := s.store.UpdateQueue(ctx, q); err != nil {
+			if errors.Is(err, jobstore.ErrConflict) {
+				continue
+			}
+			return nil, false, err
+		}
+		s.queues.put(q)
+		return &q.QueueInfo, true, nil
+	}
+	return nil, false, fmt.Errorf("%w: queue %s kept changing", ojs.ErrConflict, name)
+}

@@ -1,0 +1,215 @@
+package admission
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetgate/jetgate/admission/ojs"
+	"github.com/jetgate/jetgate/jetstream/jobstore"
+	"github.com/jetgate/jetgate/jetstream/topology"
+)
+
+// Clock tells the time. Tests may inject one; deadlines that JetStream
+// enforces (timers) still run on the server's clock.
+type Clock interface{ Now() time.Time }
+
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now() }
+
+// Config configures a Service.
+type Config struct {
+	// DefaultVisibilityTimeout reserves a fetched job when neither the
+	// fetch nor the job sets one (binding default 30 s).
+	DefaultVisibilityTimeout time.Duration
+	// ClaimAckWait is how long a ready message may sit claimed by a
+	// crashed jetgate process before JetStream hands it out again.
+	ClaimAckWait time.Duration
+	// ConsumerIdle removes a priority level's consumer after this long
+	// without fetches.
+	ConsumerIdle time.Duration
+	// MaxFetch caps the jobs returned by one fetch.
+	MaxFetch int
+	Clock    Clock
+	Logger   *slog.Logger
+	Events   EventSink
+	Metrics  Recorder
+	Version  string
+}
+
+func (c Config) withDefaults() Config {
+	c.DefaultVisibilityTimeout = cmp.Or(c.DefaultVisibilityTimeout, 30*time.Second)
+	c.ClaimAckWait = cmp.Or(c.ClaimAckWait, 30*time.Second)
+	c.ConsumerIdle = cmp.Or(c.ConsumerIdle, time.Hour)
+	c.MaxFetch = cmp.Or(c.MaxFetch, 100)
+	if c.Clock == nil {
+		c.Clock = systemClock{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Events == nil {
+		c.Events = noEvents{}
+	}
+	if c.Metrics == nil {
+		c.Metrics = noMetrics{}
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	if c.DefaultVisibilityTimeout < time.Second {
+		return fmt.Errorf("admission: DefaultVisibilityTimeout %s is under 1s", c.DefaultVisibilityTimeout)
+	}
+	if c.MaxFetch < 1 {
+		return fmt.Errorf("admission: MaxFetch must be >= 1")
+	}
+	return nil
+}
+
+// Service is the admission service: the one path through which jobs are
+// enqueued, handed to workers and moved through their lifecycle.
+type Service struct {
+	cfg    Config
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	assets *topology.Assets
+	store  *jobstore.Store
+	log    *slog.Logger
+	clock  Clock
+	events EventSink
+	met    Recorder
+
+	started time.Time
+	queues  *queueCache
+	stats   *statsAgg
+
+	consumers sync.Map // consumer name -> jetstream.Consumer
+
+	mu       sync.Mutex
+	running  bool
+	stopped  bool
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	timerCtx jetstream.ConsumeContext
+}
+
+// New builds a Service over assets created by topology.Ensure.
+func New(nc *nats.Conn, js jetstream.JetStream, assets *topology.Assets, cfg Config) (*Service, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	s := &Service{
+		cfg:    cfg,
+		nc:     nc,
+		js:     js,
+		assets: assets,
+		store:  jobstore.New(nc, js, assets),
+		log:    cfg.Logger,
+		clock:  cfg.Clock,
+		events: cfg.Events,
+		met:    cfg.Metrics,
+	}
+	s.queues = newQueueCache(s.store, s.log, s.now)
+	s.stats = newStatsAgg()
+	return s, nil
+}
+
+// Start begins watching queue config and handling fired timers. It returns
+// once the queue cache holds every existing queue.
+func (s *Service) Start(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.running || s.stopped {
+		return errors.New("admission: Start called twice")
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	if err := s.queues.start(ctx, runCtx, &s.wg); err != nil {
+		cancel()
+		return err
+	}
+	cc, err := s.startTimers(ctx)
+	if err != nil {
+		cancel()
+		s.wg.Wait()
+		return err
+	}
+	s.timerCtx = cc
+	s.cancel = cancel
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.runStats(runCtx)
+	}()
+	s.running = true
+	s.started = s.clock.Now()
+	return nil
+}
+
+// Stop stops the timer consumer and the queue watcher and waits for them.
+// In-flight calls finish on their own contexts. Safe to call twice.
+func (s *Service) Stop() {
+	s.mu.Lock()
+	if !s.running {
+		s.stopped = true
+		s.mu.Unlock()
+		return
+	}
+	s.running = false
+	s.stopped = true
+	cc, cancel := s.timerCtx, s.cancel
+	s.mu.Unlock()
+	cc.Drain()
+	<-cc.Closed()
+	cancel()
+	s.wg.Wait()
+}
+
+// Store exposes the job store, for tools and tests that inspect records.
+func (s *Service) Store() *jobstore.Store { return s.store }
+
+const maxCASRetries = 16
+
+// transition reads job id, lets apply compute the next record and the
+// messages it relies on, publishes those, and compare-and-swaps the record.
+// A lost race re-reads and applies again.
+func (s *Service) transition(ctx context.Context, id string, apply applyFunc) (nj, old *ojs.Job, err error) {
+	for range maxCASRetries {
+		old, rev, err := s.store.Get(ctx, id)
+		if err != nil {
+			return nil, nil, err
+		}
+		nj, pre, err := apply(old)
+		if err != nil {
+			return nil, old, err
+		}
+		if pre != nil {
+			if err := pre(ctx, nj); err != nil {
+				return nil, old, err
+			}
+		}
+		if _, err := s.store.Update(ctx, nj, rev); err != nil {
+			if errors.Is(err, jobstore.ErrConflict) {
+				continue
+			}
+			return nil, old, err
+		}
+		return nj, old, nil
+	}
+	return nil, nil, fmt.Errorf("%w: job %s kept changing under %d attempts", ojs.ErrConflict, id, maxCASRetries)
+}
+
+// applyFunc computes the next record from the current one. pre publishes
+// what the next record relies on; it runs before the compare-and-swap.
+type applyFunc func(old *ojs.Job) (nj *ojs.Job, pre func(context.Context, *ojs.Job) error, err error)
+
+func (s *Service) now() time.Time { return s.clock.Now().UTC() }

@@ -1,0 +1,397 @@
+package admission_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetgate/jetgate/admission"
+	"github.com/jetgate/jetgate/admission/ojs"
+	"github.com/jetgate/jetgate/jetstream/natstest"
+	"github.com/jetgate/jetgate/jetstream/topology"
+)
+
+type bundle struct {
+	svc *admission.Service
+	js  jetstream.JetStream
+}
+
+func setup(t *testing.T) bundle {
+	t.Helper()
+	s := natstest.RunServer(t)
+	nc, js := natstest.Connect(t, s)
+	return setupOn(t, nc, js)
+}
+
+func setupOn(t *testing.T, nc interface{ Close() }, js jetstream.JetStream) bundle {
+	t.Helper()
+	ctx := testCtx(t)
+	assets, err := topology.Ensure(ctx, js, topology.Config{})
+	if err != nil {
+		t.Fatalf("ensure: %v", err)
+	}
+	conn := js.Conn()
+	svc, err := admission.New(conn, js, assets, admission.Config{})
+	if err != nil {
+		t.Fatalf("new: %v", err)
+	}
+	if err := svc.Start(ctx); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	t.Cleanup(svc.Stop)
+	return bundle{svc: svc, js: js}
+}
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func mustParse(t *testing.T, body string) *ojs.Job {
+	t.Helper()
+	j, err := ojs.ParseJob([]byte(body))
+	if err != nil {
+		t.Fatalf("parse %s: %v", body, err)
+	}
+	return j
+}
+
+func enqueue(t *testing.T, b bundle, body string) *ojs.Job {
+	t.Helper()
+	j, err := b.svc.Enqueue(testCtx(t), mustParse(t, body))
+	if err != nil {
+		t.Fatalf("enqueue %s: %v", body, err)
+	}
+	return j
+}
+
+func fetch1(t *testing.T, b bundle, queues ...string) *ojs.Job {
+	t.Helper()
+	jobs, err := b.svc.Fetch(testCtx(t), ojs.FetchRequest{Queues: queues, WorkerID: "w1"})
+	if err != nil {
+		t.Fatalf("fetch: %v", err)
+	}
+	if len(jobs) == 0 {
+		return nil
+	}
+	if len(jobs) != 1 {
+		t.Fatalf("fetch returned %d jobs, want 1 (count defaults to 1)", len(jobs))
+	}
+	return jobs[0]
+}
+
+// PRI-001..PRI-004: lower priority value first, FIFO among equals, default 2.
+func TestFetchOrdersByPriorityThenFIFO_PRI003_PRI004(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var want []string
+	low := enqueue(t, b, `{"type":"t.a","args":[1],"options":{"queue":"q1","priority":5}}`)
+	def1 := enqueue(t, b, `{"type":"t.a","args":[2],"options":{"queue":"q1"}}`)
+	hi := enqueue(t, b, `{"type":"t.a","args":[3],"options":{"queue":"q1","priority":0}}`)
+	def2 := enqueue(t, b, `{"type":"t.a","args":[4],"queue":"q1"}`)
+	top := enqueue(t, b, `{"type":"t.a","args":[5],"queue":"q1","priority":255}`)
+	if def1.Priority != 2 {
+		t.Fatalf("PRI-002: default priority = %d, want 2", def1.Priority)
+	}
+	want = []string{hi.ID, def1.ID, def2.ID, low.ID, top.ID}
+	for i, id := range want {
+		j := fetch1(t, b, "q1")
+		if j == nil || j.ID != id {
+			t.Fatalf("fetch %d: got %v, want %s", i, j, id)
+		}
+		if j.State != ojs.StateActive || j.Attempt != 1 {
+			t.Fatalf("fetched job state %s attempt %d, want active 1", j.State, j.Attempt)
+		}
+	}
+	if j := fetch1(t, b, "q1"); j != nil {
+		t.Fatalf("queue should be empty, got %s", j.ID)
+	}
+}
+
+func TestAckCompletesAndSecondAckConflicts(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := testCtx(t)
+	j := enqueue(t, b, `{"type":"t.a","args":[]}`)
+	got := fetch1(t, b, "default")
+	if got == nil || got.ID != j.ID {
+		t.Fatalf("fetch got %v", got)
+	}
+	res, err := b.svc.Ack(ctx, ojs.AckRequest{JobID: j.ID, Result: json.RawMessage(`{"ok":true}`)})
+	if err != nil || res.State != ojs.StateCompleted {
+		t.Fatalf("ack: %v %+v", err, res)
+	}
+	_, err = b.svc.Ack(ctx, ojs.AckRequest{JobID: j.ID})
+	var se *ojs.StateError
+	if !errors.As(err, &se) || se.Current != ojs.StateCompleted {
+		t.Fatalf("second ack: want StateError(completed), got %v", err)
+	}
+	rec, err := b.svc.Get(ctx, j.ID)
+	if err != nil || rec.State != ojs.StateCompleted || string(rec.Result) != `{"ok":true}` {
+		t.Fatalf("get after ack: %v %+v", err, rec)
+	}
+}
+
+func TestNackRetriesThenDiscards(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := testCtx(t)
+	j := enqueue(t, b, `{"type":"t.a","args":[],"options":{"retry":{"max_attempts":2,"initial_interval_ms":100,"jitter":false}}}`)
+	got := fetch1(t, b, "default")
+	if got == nil {
+		t.Fatal("no job")
+	}
+	res, err := b.svc.Nack(ctx, ojs.NackRequest{JobID: j.ID, Error: ojs.JobError{Code: "handler_error", Message: "boom"}})
+	if err != nil || res.State != ojs.StateRetryable || res.NextAttemptAt == nil {
+		t.Fatalf("nack 1: %v %+v", err, res)
+	}
+	// The retry timer fires server-side and the job comes back.
+	got = waitFetch(t, b, "default", 10*time.Second)
+	if got.ID != j.ID || got.Attempt != 2 {
+		t.Fatalf("retry fetch: %+v", got)
+	}
+	res, err = b.svc.Nack(ctx, ojs.NackRequest{JobID: j.ID, Error: ojs.JobError{Code: "handler_error", Message: "boom again"}})
+	if err != nil || res.State != ojs.StateDiscarded {
+		t.Fatalf("nack 2: %v %+v", err, res)
+	}
+	page, err := b.svc.ListDeadLetter(ctx, ojs.DeadLetterQuery{})
+	if err != nil || len(page.Jobs) != 1 || page.Jobs[0].ID != j.ID || len(page.Jobs[0].Errors) != 2 {
+		t.Fatalf("dead letter: %v %+v", err, page)
+	}
+	rj, err := b.svc.RetryDeadLetter(ctx, j.ID)
+	if err != nil || rj.State != ojs.StateAvailable || rj.Attempt != 0 {
+		t.Fatalf("retry dead: %v %+v", err, rj)
+	}
+	got = fetch1(t, b, "default")
+	if got == nil || got.ID != j.ID || got.Attempt != 1 {
+		t.Fatalf("fetch after dead retry: %+v", got)
+	}
+}
+
+func TestNonRetryableErrorDiscardsAtOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := testCtx(t)
+	j := enqueue(t, b, `{"type":"t.a","args":[],"options":{"retry":{"max_attempts":5,"non_retryable_errors":["validation.*"]}}}`)
+	fetch1(t, b, "default")
+	res, err := b.svc.Nack(ctx, ojs.NackRequest{JobID: j.ID, Error: ojs.JobError{Type: "validation.email", Message: "bad"}})
+	if err != nil || res.State != ojs.StateDiscarded {
+		t.Fatalf("nack: %v %+v", err, res)
+	}
+}
+
+func TestScheduledJobBecomesAvailable(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	at := time.Now().Add(1500 * time.Millisecond).UTC().Format(time.RFC3339Nano)
+	j := enqueue(t, b, `{"type":"t.a","args":[],"scheduled_at":"`+at+`"}`)
+	if j.State != ojs.StateScheduled {
+		t.Fatalf("state %s, want scheduled", j.State)
+	}
+	if got := fetch1(t, b, "default"); got != nil {
+		t.Fatalf("scheduled job fetched early")
+	}
+	got := waitFetch(t, b, "default", 10*time.Second)
+	if got.ID != j.ID {
+		t.Fatalf("got %s", got.ID)
+	}
+	if got.StartedAt.Before(j.ScheduledAt.Time) {
+		t.Fatalf("started %s before scheduled_at %s", got.StartedAt, j.ScheduledAt)
+	}
+}
+
+func TestVisibilityTimeoutStallsJob(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := testCtx(t)
+	j := enqueue(t, b, `{"type":"t.a","args":[],"options":{"retry":{"max_attempts":3,"initial_interval_ms":100,"jitter":false}}}`)
+	jobs, err := b.svc.Fetch(ctx, ojs.FetchRequest{Queues: []string{"default"}, VisibilityTimeout: time.Second})
+	if err != nil || len(jobs) != 1 {
+		t.Fatalf("fetch: %v %d", err, len(jobs))
+	}
+	got := waitFetch(t, b, "default", 15*time.Second)
+	if got.ID != j.ID || got.Attempt != 2 || got.Error == nil || got.Error.Type != "stalled" {
+		t.Fatalf("stalled job came back as %+v", got)
+	}
+	if _, err := b.svc.Ack(ctx, ojs.AckRequest{JobID: j.ID}); err != nil {
+		t.Fatalf("ack of the new attempt: %v", err)
+	}
+}
+
+func TestHeartbeatExtendsVisibility(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := testCtx(t)
+	j := enqueue(t, b, `{"type":"t.a","args":[]}`)
+	if _, err := b.svc.Fetch(ctx, ojs.FetchRequest{Queues: []string{"default"}, WorkerID: "w1", VisibilityTimeout: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	for range 4 {
+		res, err := b.svc.Heartbeat(ctx, ojs.HeartbeatRequest{WorkerID: "w1", JobIDs: []string{j.ID}, VisibilityTimeout: time.Second})
+		if err != nil || len(res.Extended) != 1 || res.State != ojs.WorkerRunning {
+			t.Fatalf("heartbeat: %v %+v", err, res)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if _, err := b.svc.Ack(ctx, ojs.AckRequest{JobID: j.ID}); err != nil {
+		t.Fatalf("ack after 2s of heartbeats with a 1s visibility timeout: %v", err)
+	}
+}
+
+func TestCancel(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := testCtx(t)
+	j := enqueue(t, b, `{"type":"t.a","args":[]}`)
+	cj, prev, err := b.svc.Cancel(ctx, j.ID)
+	if err != nil || prev != ojs.StateAvailable || cj.State != ojs.StateCancelled {
+		t.Fatalf("cancel: %v %s %+v", err, prev, cj)
+	}
+	if got := fetch1(t, b, "default"); got != nil {
+		t.Fatalf("cancelled job was fetched")
+	}
+	if _, _, err := b.svc.Cancel(ctx, j.ID); !errors.Is(err, ojs.ErrInvalidState) {
+		t.Fatalf("cancel twice: %v", err)
+	}
+}
+
+func TestPendingActivate(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := testCtx(t)
+	j := enqueue(t, b, `{"type":"t.a","args":[],"options":{"pending":true}}`)
+	if j.State != ojs.StatePending {
+		t.Fatalf("state %s", j.State)
+	}
+	if got := fetch1(t, b, "default"); got != nil {
+		t.Fatal("pending job fetched")
+	}
+	if _, err := b.svc.Activate(ctx, j.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := fetch1(t, b, "default"); got == nil || got.ID != j.ID {
+		t.Fatalf("activated job not fetched: %v", got)
+	}
+}
+
+func TestDuplicateIDConflicts(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	j := enqueue(t, b, `{"type":"t.a","args":[]}`)
+	_, err := b.svc.Enqueue(testCtx(t), mustParse(t, `{"id":"`+j.ID+`","type":"t.a","args":[]}`))
+	if !errors.Is(err, ojs.ErrDuplicate) {
+		t.Fatalf("want duplicate, got %v", err)
+	}
+	// The orphan ready message of the refused enqueue must not hand out
+	// the job twice.
+	if got := fetch1(t, b, "default"); got == nil || got.ID != j.ID {
+		t.Fatalf("fetch: %v", got)
+	}
+	if got := fetch1(t, b, "default"); got != nil {
+		t.Fatalf("job handed out twice")
+	}
+}
+
+func TestBatchIsAllOrNothing(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := testCtx(t)
+	existing := enqueue(t, b, `{"type":"t.a","args":[]}`)
+	jobs := []*ojs.Job{
+		mustParse(t, `{"type":"t.b","args":[1]}`),
+		mustParse(t, `{"id":"`+existing.ID+`","type":"t.b","args":[2]}`),
+		mustParse(t, `{"type":"t.b","args":[3]}`),
+	}
+	if _, err := b.svc.EnqueueBatch(ctx, jobs); !errors.Is(err, ojs.ErrDuplicate) {
+		t.Fatalf("batch with a duplicate: %v", err)
+	}
+	if _, err := b.svc.Get(ctx, jobs[0].ID); !errors.Is(err, ojs.ErrNotFound) {
+		t.Fatalf("first job of failed batch exists: %v", err)
+	}
+	ok := []*ojs.Job{mustParse(t, `{"type":"t.b","args":[1]}`), mustParse(t, `{"type":"t.b","args":[2]}`)}
+	out, err := b.svc.EnqueueBatch(ctx, ok)
+	if err != nil || len(out) != 2 {
+		t.Fatalf("batch: %v", err)
+	}
+	seen := map[string]bool{}
+	for range 3 {
+		if j := fetch1(t, b, "default"); j != nil {
+			seen[j.ID] = true
+		}
+	}
+	if !seen[out[0].ID] || !seen[out[1].ID] || !seen[existing.ID] {
+		t.Fatalf("fetched %v", seen)
+	}
+}
+
+func TestPausedQueue(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := testCtx(t)
+	enqueue(t, b, `{"type":"t.a","args":[],"queue":"p"}`)
+	if _, err := b.svc.PauseQueue(ctx, "p"); err != nil {
+		t.Fatal(err)
+	}
+	if got := fetch1(t, b, "p"); got != nil {
+		t.Fatal("fetched from paused queue")
+	}
+	if _, err := b.svc.Enqueue(ctx, mustParse(t, `{"type":"t.a","args":[],"queue":"p"}`)); !errors.Is(err, ojs.ErrQueuePaused) {
+		t.Fatalf("enqueue to paused: %v", err)
+	}
+	if _, err := b.svc.ResumeQueue(ctx, "p"); err != nil {
+		t.Fatal(err)
+	}
+	if got := fetch1(t, b, "p"); got == nil {
+		t.Fatal("nothing after resume")
+	}
+}
+
+func waitFetch(t *testing.T, b bundle, queue string, within time.Duration) *ojs.Job {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		if j := fetch1(t, b, queue); j != nil {
+			return j
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("no job on %s within %s", queue, within)
+	return nil
+}
+
+func TestQueueStatsCountsStates(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := testCtx(t)
+	for range 3 {
+		enqueue(t, b, `{"type":"t.a","args":[],"queue":"s"}`)
+	}
+	enqueue(t, b, `{"type":"t.a","args":[],"queue":"s","options":{"pending":true}}`)
+	j := fetch1(t, b, "s")
+	if _, err := b.svc.Ack(ctx, ojs.AckRequest{JobID: j.ID}); err != nil {
+		t.Fatal(err)
+	}
+	fetch1(t, b, "s")
+	st, err := b.svc.QueueStats(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := st.Stats
+	if c.Available != 1 || c.Active != 1 || c.Completed != 1 || c.Pending != 1 || c.CompletedLastHour != 1 {
+		t.Fatalf("stats: %+v", c)
+	}
+	// After the flush the numbers come from JetStream and stay the same.
+	time.Sleep(1500 * time.Millisecond)
+	st, err = b.svc.QueueStats(ctx, "s")
+	if err != nil || st.Stats.Available != 1 || st.Stats.Active != 1 || st.Stats.CompletedLastHour != 1 {
+		t.Fatalf("stats after flush: %v %+v", err, st)
+	}
+	if _, err := b.svc.QueueStats(ctx, "nope"); !errors.Is(err, ojs.ErrNotFound) {
+		t.Fatalf("unknown queue: %v", err)
+	}
+}

@@ -1,0 +1,253 @@
+package admission
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetgate/jetgate/admission/ojs"
+	"github.com/jetgate/jetgate/jetstream/topology"
+)
+
+// Queue statistics are aggregated in each process and flushed once a
+// second: per-state counts as counter CRDT increments (stream OJS_COUNTS),
+// and activity samples (completions, failures, durations, waits) into the
+// one-hour stream OJS_STATS. Counts are therefore exact up to the last
+// second of a process that crashed; they are statistics, never used for a
+// scheduling decision.
+type statsAgg struct {
+	mu      sync.Mutex
+	counts  map[countKey]int64
+	samples map[string]*statSample
+}
+
+type countKey struct{ queue, name string }
+
+// statSample is one process's activity on one queue over one flush period.
+type statSample struct {
+	Completed  int64 `json:"completed,omitempty"`
+	Failed     int64 `json:"failed,omitempty"`
+	Started    int64 `json:"started,omitempty"`
+	DurationMs int64 `json:"duration_ms,omitempty"`
+	WaitMs     int64 `json:"wait_ms,omitempty"`
+}
+
+func newStatsAgg() *statsAgg {
+	return &statsAgg{counts: map[countKey]int64{}, samples: map[string]*statSample{}}
+}
+
+// move records a job leaving state from (empty: new) for state to (empty: deleted).
+func (a *statsAgg) move(queue string, from, to ojs.State) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if from != "" {
+		a.counts[countKey{queue, string(from)}]--
+	}
+	if to != "" {
+		a.counts[countKey{queue, string(to)}]++
+	}
+}
+
+func (a *statsAgg) sample(queue string, f func(*statSample)) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	s := a.samples[queue]
+	if s == nil {
+		s = &statSample{}
+		a.samples[queue] = s
+	}
+	f(s)
+}
+
+func (a *statsAgg) swap() (map[countKey]int64, map[string]*statSample) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	c, s := a.counts, a.samples
+	a.counts, a.samples = map[countKey]int64{}, map[string]*statSample{}
+	return c, s
+}
+
+// pending returns this process's unflushed deltas of one queue.
+func (a *statsAgg) pending(queue string) (map[string]int64, statSample) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	c := map[string]int64{}
+	for k, v := range a.counts {
+		if k.queue == queue {
+			c[k.name] = v
+		}
+	}
+	var s statSample
+	if p := a.samples[queue]; p != nil {
+		s = *p
+	}
+	return c, s
+}
+
+// flush publishes the aggregated deltas. Counter increments and samples are
+// published without waiting for acks: a lost flush skews statistics only.
+func (s *Service) flushStats() {
+	counts, samples := s.stats.swap()
+	for k, v := range counts {
+		if v == 0 {
+			continue
+		}
+		m := nats.NewMsg(topology.CountSubject(k.queue, k.name))
+		m.Header.Set("Nats-Incr", strconv.FormatInt(v, 10))
+		if _, err := s.js.PublishMsgAsync(m); err != nil {
+			s.log.Debug("stats flush failed", "error", err)
+		}
+	}
+	for q, smp := range samples {
+		b, _ := json.Marshal(smp)
+		if _, err := s.js.PublishAsync(topology.StatSubject(q), b); err != nil {
+			s.log.Debug("stats flush failed", "error", err)
+		}
+	}
+}
+
+func (s *Service) runStats(ctx context.Context) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			s.flushStats()
+			return
+		case <-t.C:
+			s.flushStats()
+		}
+	}
+}
+
+// QueueStats reports a queue's jobs per state and its activity over the
+// last hour.
+func (s *Service) QueueStats(ctx context.Context, name string) (*ojs.QueueStats, error) {
+	q, ok := s.queues.get(name)
+	if !ok {
+		rec, err := s.store.GetQueue(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		q = rec
+	}
+	local, localSample := s.stats.pending(name)
+	count := func(state ojs.State) (int64, error) {
+		n, err := s.counter(ctx, name, string(state))
+		return max(0, n+local[string(state)]), err
+	}
+	var c ojs.QueueStatsCounts
+	for _, f := range []struct {
+		st  ojs.State
+		dst *int64
+	}{
+		{ojs.StateAvailable, &c.Available}, {ojs.StateActive, &c.Active}, {ojs.StateScheduled, &c.Scheduled},
+		{ojs.StateRetryable, &c.Retryable}, {ojs.StatePending, &c.Pending}, {ojs.StateDiscarded, &c.Discarded},
+		{ojs.StateCompleted, &c.Completed}, {ojs.StateCancelled, &c.Cancelled},
+	} {
+		n, err := count(f.st)
+		if err != nil {
+			return nil, err
+		}
+		*f.dst = n
+	}
+	hour, minute, err := s.recentSamples(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	add(&hour, localSample)
+	add(&minute, localSample)
+	c.CompletedLastHour, c.FailedLastHour = hour.Completed, hour.Failed
+	if hour.Completed > 0 {
+		c.AvgDurationMs = float64(hour.DurationMs) / float64(hour.Completed)
+	}
+	if hour.Started > 0 {
+		c.AvgWaitMs = float64(hour.WaitMs) / float64(hour.Started)
+	}
+	c.ThroughputPerSecond = float64(minute.Completed) / 60
+	return &ojs.QueueStats{Queue: name, Status: q.Status, Stats: c, ComputedAt: ojs.NewTime(s.now())}, nil
+}
+
+func add(dst *statSample, s statSample) {
+	dst.Completed += s.Completed
+	dst.Failed += s.Failed
+	dst.Started += s.Started
+	dst.DurationMs += s.DurationMs
+	dst.WaitMs += s.WaitMs
+}
+
+// counter reads one counter CRDT; a counter never incremented is 0.
+func (s *Service) counter(ctx context.Context, queue, name string) (int64, error) {
+	m, err := s.assets.Counts.GetLastMsgForSubject(ctx, topology.CountSubject(queue, name))
+	if err != nil {
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return 0, nil
+		}
+		return 0, fmt.Errorf("read counter %s/%s: %w", queue, name, asUnavailable(err))
+	}
+	var v struct {
+		Val string `json:"val"`
+	}
+	if err := json.Unmarshal(m.Data, &v); err != nil {
+		return 0, fmt.Errorf("decode counter %s/%s: %w", queue, name, err)
+	}
+	n, _ := strconv.ParseInt(v.Val, 10, 64)
+	return n, nil
+}
+
+// recentSamples sums the samples of the last hour and of the last minute.
+func (s *Service) recentSamples(ctx context.Context, queue string) (hour, minute statSample, err error) {
+	subj := topology.StatSubject(queue)
+	info, err := s.assets.Stats.Info(ctx, jetstream.WithSubjectFilter(subj))
+	if err != nil {
+		return hour, minute, fmt.Errorf("stats of %s: %w", queue, asUnavailable(err))
+	}
+	if info.State.Subjects[subj] == 0 {
+		return hour, minute, nil
+	}
+	now := s.now()
+	cons, err := s.js.OrderedConsumer(ctx, topology.StatStream, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{subj},
+		DeliverPolicy:  jetstream.DeliverByStartTimePolicy,
+		OptStartTime:   ptr(now.Add(-topology.StatWindow)),
+	})
+	if err != nil {
+		return hour, minute, fmt.Errorf("stats of %s: %w", queue, asUnavailable(err))
+	}
+	for {
+		batch, err := cons.Fetch(500, jetstream.FetchMaxWait(500*time.Millisecond))
+		if err != nil {
+			return hour, minute, fmt.Errorf("stats of %s: %w", queue, asUnavailable(err))
+		}
+		var last uint64 = 1
+		n := 0
+		for m := range batch.Messages() {
+			n++
+			var smp statSample
+			if json.Unmarshal(m.Data(), &smp) != nil {
+				continue
+			}
+			add(&hour, smp)
+			md, err := m.Metadata()
+			if err != nil {
+				continue
+			}
+			if now.Sub(md.Timestamp) <= time.Minute {
+				add(&minute, smp)
+			}
+			last = md.NumPending
+		}
+		if n == 0 || last == 0 {
+			return hour, minute, nil
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

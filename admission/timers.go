@@ -1,0 +1,118 @@
+package admission
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetgate/jetgate/admission/ojs"
+	"github.com/jetgate/jetgate/jetstream/jobstore"
+	"github.com/jetgate/jetgate/jetstream/topology"
+)
+
+// startTimers consumes fired timers. The consumer is durable and shared by
+// every jetgate process, so each fired timer is handled once, and timers
+// that fired while no process was running are handled at the next start.
+func (s *Service) startTimers(ctx context.Context) (jetstream.ConsumeContext, error) {
+	cons, err := s.assets.Timers.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
+		Durable:       topology.TimerConsumer,
+		Description:   "jetgate fired timers: scheduled jobs, retry backoff, visibility timeouts",
+		FilterSubject: topology.TimerFiredSubjects,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       30 * time.Second,
+		MaxAckPending: 10_000,
+		MaxDeliver:    -1,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("timer consumer: %w", err)
+	}
+	cc, err := cons.Consume(s.onTimer, jetstream.PullMaxMessages(256))
+	if err != nil {
+		return nil, fmt.Errorf("consume timers: %w", err)
+	}
+	return cc, nil
+}
+
+func (s *Service) onTimer(msg jetstream.Msg) {
+	ref, ok := jobstore.Ref(msg.Headers())
+	if !ok {
+		_ = msg.Term()
+		return
+	}
+	kind := msg.Subject()[strings.LastIndexByte(msg.Subject(), '.')+1:]
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var err error
+	switch kind {
+	case topology.TimerDue:
+		err = s.due(ctx, ref)
+	case topology.TimerLease:
+		err = s.leaseExpired(ctx, ref)
+	default:
+		_ = msg.TermWithReason("unknown timer kind " + kind)
+		return
+	}
+	if err != nil && !errors.Is(err, errStale) && !isNotFound(err) {
+		s.log.Warn("timer failed, will retry", "kind", kind, "job", ref.JobID, "error", err)
+		_ = msg.NakWithDelay(time.Second)
+		return
+	}
+	_ = msg.Ack()
+}
+
+// errStale marks a timer whose job moved on; it is acked and forgotten.
+var errStale = errors.New("stale timer")
+
+// due makes a scheduled or retrying job available.
+func (s *Service) due(ctx context.Context, ref jobstore.MsgRef) error {
+	nj, old, err := s.transition(ctx, ref.JobID, func(j *ojs.Job) (*ojs.Job, func(context.Context, *ojs.Job) error, error) {
+		if (j.State != ojs.StateScheduled && j.State != ojs.StateRetryable) || j.Internal.Token != ref.Token {
+			return nil, nil, errStale
+		}
+		return s.ready(j, s.now()), s.store.PublishReady, nil
+	})
+	if err != nil {
+		return err
+	}
+	s.stats.move(nj.Queue, old.State, nj.State)
+	if old.State == ojs.StateScheduled {
+		s.events.PublishJob(EventJobEnqueued, nj, nil)
+	}
+	return nil
+}
+
+// leaseExpired handles an active job whose worker went silent: the attempt
+// counts, and the job is retried or discarded with error type "stalled"
+// (spec decision 6).
+func (s *Service) leaseExpired(ctx context.Context, ref jobstore.MsgRef) error {
+	nj, _, err := s.transition(ctx, ref.JobID, func(j *ojs.Job) (*ojs.Job, func(context.Context, *ojs.Job) error, error) {
+		if j.State != ojs.StateActive || j.Internal.Token != ref.Token {
+			return nil, nil, errStale
+		}
+		retryable := true
+		nj, pre := s.failed(j, ojs.JobError{
+			Code:      "stalled",
+			Type:      "stalled",
+			Message:   "visibility timeout expired without ack, nack or heartbeat from worker " + quoteOr(j.WorkerID, "(unknown)"),
+			Retryable: &retryable,
+		})
+		return nj, pre, nil
+	})
+	if err != nil {
+		return err
+	}
+	s.log.Info("job stalled", "job", nj.ID, "queue", nj.Queue, "state", nj.State)
+	s.afterFailure(ctx, nj)
+	return nil
+}
+
+func quoteOr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return "'" + s + "'"
+}
