@@ -1,0 +1,278 @@
+// Package app assembles a jetgate server from its parts: the embedded
+// nats-server (or a connection to an existing one), the JetStream assets,
+// the admission service, events, metrics and the HTTP binding. `jetgate
+// serve` runs it; end-to-end tests and benchmarks start it in-process.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetgate/jetgate/admission"
+	"github.com/jetgate/jetgate/admission/metrics"
+	"github.com/jetgate/jetgate/httpbind"
+	"github.com/jetgate/jetgate/jetstream/embedded"
+	"github.com/jetgate/jetgate/jetstream/events"
+	"github.com/jetgate/jetgate/jetstream/topology"
+)
+
+// Version is jetgate's version, set with -ldflags "-X ...app.Version=v1.2.3".
+var Version = "0.1.0-dev"
+
+// Extensions lists the OJS extension URIs jetgate implements in full. The
+// manifest declares exactly these.
+var Extensions = []string{}
+
+// ConformanceLevel is the OJS conformance level jetgate declares.
+const ConformanceLevel = 1
+
+// Server is one running jetgate process.
+type Server struct {
+	cfg Config
+	log *slog.Logger
+
+	ns      *embedded.Server
+	nc      *nats.Conn
+	js      jetstream.JetStream
+	svc     *admission.Service
+	events  *events.Publisher
+	metrics *metrics.Metrics
+	httpSrv *http.Server
+	ln      net.Listener
+	served  chan error
+
+	stopOnce sync.Once
+}
+
+// Start brings up a jetgate server and returns once it serves HTTP.
+func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{cfg: cfg, log: log, served: make(chan error, 1)}
+	if err := s.start(ctx); err != nil {
+		s.kill()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Server) start(ctx context.Context) error {
+	url := s.cfg.NatsURL
+	if url == "" {
+		ns, err := embedded.Start(ctx, embedded.Config{DataDir: s.cfg.DataDir, Addr: s.cfg.NatsAddr, Logger: s.log.With("component", "nats-server")})
+		if err != nil {
+			return fmt.Errorf("start embedded nats-server: %w", err)
+		}
+		s.ns = ns
+		url = ns.ClientURL()
+		s.log.Info("embedded nats-server ready", "url", url, "data_dir", s.cfg.DataDir)
+	}
+	nc, err := nats.Connect(url, s.natsOptions()...)
+	if err != nil {
+		return fmt.Errorf("connect to NATS at %s: %w", url, err)
+	}
+	s.nc = nc
+	s.js, err = jetstream.New(nc)
+	if err != nil {
+		return fmt.Errorf("jetstream: %w", err)
+	}
+	assets, err := topology.Ensure(ctx, s.js, topology.Config{Replicas: s.cfg.Replicas})
+	if err != nil {
+		return err
+	}
+	instance := s.instance()
+	s.events, err = events.New(nc, s.js, events.Config{Source: "ojs://jetgate/" + instance, Replicas: s.cfg.Replicas, Logger: s.log})
+	if err != nil {
+		return err
+	}
+	if err := s.events.Ensure(ctx); err != nil {
+		return err
+	}
+	s.metrics, err = metrics.New(metrics.Config{InstanceID: instance, Version: Version, RuntimeMetrics: true})
+	if err != nil {
+		return err
+	}
+	s.svc, err = admission.New(nc, s.js, assets, admission.Config{
+		DefaultVisibilityTimeout: s.cfg.DefaultVisibilityTimeout,
+		Logger:                   s.log.With("component", "admission"),
+		Events:                   s.events,
+		Metrics:                  s.metrics,
+		Version:                  Version,
+	})
+	if err != nil {
+		return err
+	}
+	if err := s.svc.Start(ctx); err != nil {
+		return err
+	}
+	return s.serveHTTP()
+}
+
+func (s *Server) serveHTTP() error {
+	h, err := httpbind.New(s.svc, httpbind.Config{
+		MaxBodyBytes:             s.cfg.MaxBodyBytes,
+		Logger:                   s.log.With("component", "http"),
+		Extensions:               Extensions,
+		ConformanceLevel:         ConformanceLevel,
+		ServerVersion:            Version,
+		MetricsHandler:           s.metrics.Handler(),
+		DefaultVisibilityTimeout: s.cfg.DefaultVisibilityTimeout,
+	})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", s.cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", s.cfg.HTTPAddr, err)
+	}
+	s.ln = ln
+	s.httpSrv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	go func() { s.served <- s.httpSrv.Serve(ln) }()
+	s.log.Info("jetgate serving", "http", "http://"+ln.Addr().String(), "nats", s.NatsURL(), "version", Version)
+	return nil
+}
+
+func (s *Server) instance() string {
+	if s.cfg.InstanceName != "" {
+		return s.cfg.InstanceName
+	}
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		return "jetgate"
+	}
+	return h
+}
+
+func (s *Server) natsOptions() []nats.Option {
+	opts := []nats.Option{
+		nats.Name("jetgate " + s.instance()),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(250 * time.Millisecond),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err != nil {
+				s.log.Warn("NATS disconnected", "error", err)
+			}
+		}),
+		nats.ReconnectHandler(func(nc *nats.Conn) { s.log.Info("NATS reconnected", "url", nc.ConnectedUrlRedacted()) }),
+	}
+	c := s.cfg
+	if c.NatsCreds != "" {
+		opts = append(opts, nats.UserCredentials(c.NatsCreds))
+	}
+	if c.NatsNKey != "" {
+		if o, err := nats.NkeyOptionFromSeed(c.NatsNKey); err == nil {
+			opts = append(opts, o)
+		} else {
+			s.log.Error("bad --nats-nkey seed file", "error", err)
+		}
+	}
+	if c.NatsUser != "" {
+		opts = append(opts, nats.UserInfo(c.NatsUser, c.NatsPassword))
+	}
+	if c.NatsToken != "" {
+		opts = append(opts, nats.Token(c.NatsToken))
+	}
+	if c.NatsTLSCert != "" {
+		opts = append(opts, nats.ClientCert(c.NatsTLSCert, c.NatsTLSKey))
+	}
+	if c.NatsTLSCA != "" {
+		opts = append(opts, nats.RootCAs(c.NatsTLSCA))
+	}
+	return opts
+}
+
+// HTTPAddr is the address the HTTP API listens on.
+func (s *Server) HTTPAddr() string { return s.ln.Addr().String() }
+
+// URL is the HTTP API's base URL.
+func (s *Server) URL() string { return "http://" + s.HTTPAddr() }
+
+// NatsURL is the NATS server jetgate uses.
+func (s *Server) NatsURL() string { return s.nc.ConnectedUrlRedacted() }
+
+// Service is the admission service, for in-process callers (Go API).
+func (s *Server) Service() *admission.Service { return s.svc }
+
+// Shutdown stops gracefully: stop accepting HTTP, finish in-flight
+// requests, stop the admission service, flush and close the NATS
+// connection, then stop the embedded server. Safe to call twice.
+func (s *Server) Shutdown(ctx context.Context) error {
+	var err error
+	s.stopOnce.Do(func() {
+		if s.httpSrv != nil {
+			if e := s.httpSrv.Shutdown(ctx); e != nil {
+				err = fmt.Errorf("http shutdown: %w", e)
+			}
+		}
+		if s.svc != nil {
+			s.svc.Stop()
+		}
+		if s.metrics != nil {
+			_ = s.metrics.Shutdown(ctx)
+		}
+		if s.nc != nil {
+			if e := s.nc.FlushWithContext(ctx); e != nil && err == nil && !errors.Is(e, nats.ErrConnectionClosed) {
+				err = fmt.Errorf("flush NATS: %w", e)
+			}
+			s.nc.Close()
+		}
+		if s.ns != nil {
+			s.ns.Shutdown()
+		}
+		s.log.Info("jetgate stopped")
+	})
+	return err
+}
+
+// Kill stops at once, as a crash would: no HTTP draining, no flush. The
+// embedded server, if any, is shut down so its port and files are freed.
+func (s *Server) Kill() { s.stopOnce.Do(s.kill) }
+
+func (s *Server) kill() {
+	if s.ln != nil {
+		_ = s.httpSrv.Close()
+	}
+	if s.svc != nil {
+		s.svc.Stop()
+	}
+	if s.nc != nil {
+		s.nc.Close()
+	}
+	if s.ns != nil {
+		s.ns.Shutdown()
+	}
+}
+
+// Run starts jetgate and serves until ctx is cancelled (SIGINT/SIGTERM),
+// then shuts down gracefully within cfg.ShutdownTimeout.
+func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
+	s, err := Start(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down", "timeout", s.cfg.ShutdownTimeout)
+	case err := <-s.served:
+		s.Kill()
+		return fmt.Errorf("http server: %w", err)
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
+	defer cancel()
+	return s.Shutdown(sctx)
+}

@@ -1,0 +1,55 @@
+package app
+
+import (
+	"cmp"
+	"fmt"
+	"time"
+)
+
+// Config is everything `jetgate serve` can be told, by flag or by
+// JETGATE_<FLAG> environment variable.
+type Config struct {
+	DataDir, NatsAddr, HTTPAddr                                     string
+	NatsURL, NatsCreds, NatsNKey, NatsUser, NatsPassword, NatsToken string
+	NatsTLSCert, NatsTLSKey, NatsTLSCA                              string
+	// Replicas of streams and buckets when using an external cluster
+	// (default 1; 3 on a 3-node cluster).
+	Replicas        int
+	ShutdownTimeout time.Duration
+	MaxBodyBytes    int64
+	LogLevel        string // debug|info|warn|error
+	LogFormat       string // text|json
+	// InstanceName identifies this process in event sources and metrics
+	// (default: the hostname).
+	InstanceName string
+	// DefaultVisibilityTimeout reserves a fetched job when neither the
+	// fetch nor the job sets one (default 30 s).
+	DefaultVisibilityTimeout time.Duration
+}
+
+func (c Config) withDefaults() Config {
+	c.DataDir = cmp.Or(c.DataDir, "./jetgate-data")
+	c.NatsAddr = cmp.Or(c.NatsAddr, "127.0.0.1:4222")
+	c.HTTPAddr = cmp.Or(c.HTTPAddr, "127.0.0.1:8080")
+	c.Replicas = cmp.Or(c.Replicas, 1)
+	c.ShutdownTimeout = cmp.Or(c.ShutdownTimeout, 30*time.Second)
+	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, 1<<20)
+	c.DefaultVisibilityTimeout = cmp.Or(c.DefaultVisibilityTimeout, 30*time.Second)
+	return c
+}
+
+func (c Config) validate() error {
+	if c.Replicas < 1 || c.Replicas > 5 {
+		return fmt.Errorf("replicas must be 1..5, got %d", c.Replicas)
+	}
+	if c.NatsURL == "" && c.Replicas != 1 {
+		return fmt.Errorf("replicas %d needs a cluster: the embedded server is a single node (set --nats-url)", c.Replicas)
+	}
+	if (c.NatsTLSCert == "") != (c.NatsTLSKey == "") {
+		return fmt.Errorf("--nats-tls-cert and --nats-tls-key go together")
+	}
+	if c.MaxBodyBytes < 1024 {
+		return fmt.Errorf("max body bytes %d is too small (minimum 1024)", c.MaxBodyBytes)
+	}
+	return nil
+}

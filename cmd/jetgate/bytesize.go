@@ -1,0 +1,50 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// byteSize is an int64 flag.Value that also accepts a unit: KiB, MiB, GiB
+// (powers of 1024), KB, MB, GB (powers of 1000), or B.
+type byteSize int64
+
+var byteUnits = []struct {
+	suffix string
+	factor int64
+}{
+	{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30},
+	{"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"B", 1},
+}
+
+func (b *byteSize) Set(s string) error {
+	s = strings.TrimSpace(s)
+	factor := int64(1)
+	for _, u := range byteUnits {
+		if num, ok := strings.CutSuffix(s, u.suffix); ok {
+			s, factor = strings.TrimSpace(num), u.factor
+			break
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 || n > (1<<62)/factor {
+		return fmt.Errorf("want a byte count such as 1048576 or 1MiB")
+	}
+	*b = byteSize(n * factor)
+	return nil
+}
+
+// String prints the size with the largest binary unit that divides it.
+func (b *byteSize) String() string {
+	n := int64(*b)
+	for _, u := range []struct {
+		suffix string
+		factor int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n != 0 && n%u.factor == 0 {
+			return fmt.Sprintf("%d%s", n/u.factor, u.suffix)
+		}
+	}
+	return strconv.FormatInt(n, 10)
+}

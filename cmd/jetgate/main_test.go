@@ -1,0 +1,274 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jetgate/jetgate/cmd/jetgate/app"
+)
+
+// runCmd runs the program with args and returns its stdout, stderr and error.
+func runCmd(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), args, &stdout, &stderr)
+	return stdout.String(), stderr.String(), err
+}
+
+func TestHelp(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"--help"}, {"-h"}, {"help"}} {
+		stdout, stderr, err := runCmd(t, args...)
+		if err != nil || stderr != "" {
+			t.Fatalf("%v: err = %v, stderr = %q", args, err, stderr)
+		}
+		for _, want := range []string{"Open Job Spec", "NATS JetStream", "jetgate <command>", "serve", "version"} {
+			if !strings.Contains(stdout, want) {
+				t.Errorf("%v: help lacks %q:\n%s", args, want, stdout)
+			}
+		}
+	}
+}
+
+func TestServeHelpMentionsEveryFlag(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"serve", "--help"}, {"serve", "-h"}, {"help", "serve"}} {
+		stdout, stderr, err := runCmd(t, args...)
+		if err != nil || stderr != "" {
+			t.Fatalf("%v: err = %v, stderr = %q", args, err, stderr)
+		}
+		var cfg app.Config
+		newServeFlags(&cfg).VisitAll(func(f *flag.Flag) {
+			for _, want := range []string{"--" + f.Name + " ", envName(f.Name)} {
+				if !strings.Contains(stdout, want) {
+					t.Errorf("%v: help lacks %q", args, want)
+				}
+			}
+		})
+		for _, want := range []string{
+			"Open Job Spec", "Examples:", "JETGATE_DATA_DIR, default ./jetgate-data",
+			"default 1MiB", "default 30s", "--nats-url nats://", "JETGATE_NATS_URL=",
+		} {
+			if !strings.Contains(stdout, want) {
+				t.Errorf("%v: help lacks %q", args, want)
+			}
+		}
+	}
+}
+
+func TestServeGroupsListEveryFlagOnce(t *testing.T) {
+	t.Parallel()
+	var cfg app.Config
+	fs := newServeFlags(&cfg)
+	seen := map[string]int{}
+	for _, g := range serveGroups {
+		for _, f := range g.flags {
+			if fs.Lookup(f[0]) == nil {
+				t.Errorf("group %q lists undefined flag %q", g.title, f[0])
+			}
+			seen[f[0]]++
+		}
+	}
+	fs.VisitAll(func(f *flag.Flag) {
+		if seen[f.Name] != 1 {
+			t.Errorf("flag %q is listed %d times in serveGroups, want 1", f.Name, seen[f.Name])
+		}
+	})
+}
+
+func TestVersion(t *testing.T) {
+	t.Parallel()
+	stdout, _, err := runCmd(t, "version")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"jetgate ", "commit:", runtime.Version(), "nats-server: 2."} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("version output lacks %q:\n%s", want, stdout)
+		}
+	}
+	if stdout, _, err := runCmd(t, "version", "--help"); err != nil || !strings.Contains(stdout, "jetgate version") {
+		t.Errorf("version --help: err = %v, stdout = %q", err, stdout)
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args    []string
+		wantErr string
+	}{
+		{nil, "missing command"},
+		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
+		{[]string{"--verbose"}, `unknown command "--verbose"`},
+		{[]string{"help", "frobnicate"}, `unknown command "frobnicate"`},
+		{[]string{"serve", "--no-such-flag"}, "flag provided but not defined: -no-such-flag"},
+		{[]string{"serve", "extra"}, `serve takes no arguments, got "extra"`},
+		{[]string{"serve", "--replicas", "three"}, `invalid value "three" for flag -replicas`},
+		{[]string{"serve", "--log-level", "loud"}, "JETGATE_LOG_LEVEL"},
+		{[]string{"serve", "--log-format", "xml"}, "JETGATE_LOG_FORMAT"},
+		{[]string{"version", "--short"}, "flag provided but not defined: -short"},
+		{[]string{"version", "now"}, `version takes no arguments, got "now"`},
+	} {
+		stdout, stderr, err := runCmd(t, tc.args...)
+		if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+			t.Errorf("%v: err = %v, want it to contain %q", tc.args, err, tc.wantErr)
+		}
+		if !strings.Contains(stderr, "Usage:") {
+			t.Errorf("%v: stderr lacks usage: %q", tc.args, stderr)
+		}
+		if stdout != "" {
+			t.Errorf("%v: wrote to stdout: %q", tc.args, stdout)
+		}
+	}
+}
+
+// lookup returns a lookupEnv func over a fixed map.
+func lookup(env map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) {
+		v, ok := env[k]
+		return v, ok
+	}
+}
+
+func TestParseServeDefaults(t *testing.T) {
+	t.Parallel()
+	cfg, err := parseServe(nil, lookup(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := app.Config{
+		DataDir: "./jetgate-data", NatsAddr: "127.0.0.1:4222", HTTPAddr: "127.0.0.1:8080",
+		Replicas: 1, ShutdownTimeout: 30 * time.Second, MaxBodyBytes: 1 << 20,
+		LogLevel: "info", LogFormat: "text", DefaultVisibilityTimeout: 30 * time.Second,
+	}
+	if cfg != want {
+		t.Fatalf("defaults = %+v\nwant       %+v", cfg, want)
+	}
+}
+
+func TestParseServePrecedence(t *testing.T) {
+	t.Parallel()
+	env := lookup(map[string]string{
+		"JETGATE_DATA_DIR":         "/env/data",
+		"JETGATE_HTTP_ADDR":        "0.0.0.0:9000",
+		"JETGATE_REPLICAS":         "3",
+		"JETGATE_SHUTDOWN_TIMEOUT": "5s",
+		"JETGATE_MAX_BODY_BYTES":   "2MiB",
+		"JETGATE_NATS_PASSWORD":    "s3cret",
+		"JETGATE_LOG_FORMAT":       "", // Empty counts as unset.
+	})
+	cfg, err := parseServe([]string{"--data-dir", "/flag/data", "--replicas=5", "-nats-url", "nats://a:4222,nats://b:4222"}, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, got := range map[string][2]any{
+		"flag over env":    {cfg.DataDir, "/flag/data"},
+		"flag over env 2":  {cfg.Replicas, 5},
+		"flag only":        {cfg.NatsURL, "nats://a:4222,nats://b:4222"},
+		"env over default": {cfg.HTTPAddr, "0.0.0.0:9000"},
+		"env duration":     {cfg.ShutdownTimeout, 5 * time.Second},
+		"env byte size":    {cfg.MaxBodyBytes, int64(2 << 20)},
+		"env secret":       {cfg.NatsPassword, "s3cret"},
+		"empty env":        {cfg.LogFormat, "text"},
+		"default":          {cfg.NatsAddr, "127.0.0.1:4222"},
+	} {
+		if got[0] != got[1] {
+			t.Errorf("%s: got %v, want %v", name, got[0], got[1])
+		}
+	}
+}
+
+func TestServeEnvFromProcess(t *testing.T) {
+	t.Setenv("JETGATE_LOG_LEVEL", "debug")
+	t.Setenv("JETGATE_INSTANCE_NAME", "worker-7")
+	cfg, err := parseServe([]string{"--log-level", "warn"}, os.LookupEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.LogLevel != "warn" || cfg.InstanceName != "worker-7" {
+		t.Fatalf("log level %q, instance %q; want warn, worker-7", cfg.LogLevel, cfg.InstanceName)
+	}
+}
+
+func TestServeBadEnvNamesVariable(t *testing.T) {
+	for _, tc := range []struct{ env, value string }{
+		{"JETGATE_REPLICAS", "three"},
+		{"JETGATE_SHUTDOWN_TIMEOUT", "soon"},
+		{"JETGATE_MAX_BODY_BYTES", "lots"},
+		{"JETGATE_LOG_LEVEL", "loud"},
+	} {
+		t.Run(tc.env, func(t *testing.T) {
+			t.Setenv(tc.env, tc.value)
+			_, stderr, err := runCmd(t, "serve")
+			if err == nil || !strings.Contains(err.Error(), tc.env) {
+				t.Fatalf("err = %v, want it to name %s", err, tc.env)
+			}
+			if !strings.Contains(stderr, "Usage:") {
+				t.Errorf("stderr lacks usage: %q", stderr)
+			}
+			// A flag wins over the bad variable.
+			flagName := "--" + strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(tc.env, envPrefix), "_", "-"))
+			good := map[string]string{"--replicas": "1", "--shutdown-timeout": "1s", "--max-body-bytes": "1024", "--log-level": "info"}
+			if _, err := parseServe([]string{flagName, good[flagName]}, os.LookupEnv); err != nil {
+				t.Errorf("flag %s did not override %s: %v", flagName, tc.env, err)
+			}
+		})
+	}
+}
+
+func TestByteSize(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]int64{
+		"0": 0, "1024": 1024, "1KiB": 1 << 10, "4MiB": 4 << 20, "2 GiB": 2 << 30,
+		"1KB": 1000, "3MB": 3e6, "1GB": 1e9, "10B": 10,
+	} {
+		var b byteSize
+		if err := b.Set(in); err != nil || int64(b) != want {
+			t.Errorf("Set(%q) = %d, %v; want %d", in, b, err, want)
+		}
+	}
+	for _, in := range []string{"", "-1", "1.5MiB", "MiB", "1TiB", "9999999999GiB"} {
+		var b byteSize
+		if err := b.Set(in); err == nil {
+			t.Errorf("Set(%q) = %d, want error", in, b)
+		}
+	}
+	for in, want := range map[byteSize]string{0: "0", 1 << 20: "1MiB", 1536: "1536", 3 << 10: "3KiB", 2 << 30: "2GiB"} {
+		if got := in.String(); got != want {
+			t.Errorf("String(%d) = %q, want %q", int64(in), got, want)
+		}
+	}
+}
+
+func TestNewLogger(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	logger, err := newLogger(&buf, "warn", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger.Info("hidden")
+	logger.Warn("shown", "k", "v")
+	if out := buf.String(); strings.Contains(out, "hidden") || !strings.Contains(out, `"msg":"shown","k":"v"`) {
+		t.Fatalf("json warn logger wrote %q", out)
+	}
+	buf.Reset()
+	logger, err = newLogger(&buf, "DEBUG", "text")
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger.Debug("dbg")
+	if !strings.Contains(buf.String(), "level=DEBUG msg=dbg") {
+		t.Fatalf("text debug logger wrote %q", buf.String())
+	}
+	if _, err := newLogger(&buf, "info", "yaml"); err == nil {
+		t.Fatal("yaml format accepted")
+	}
+}

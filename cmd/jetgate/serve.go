@@ -1,0 +1,171 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/jetgate/jetgate/cmd/jetgate/app"
+)
+
+// envPrefix prefixes the environment variable of every serve flag:
+// --data-dir is JETGATE_DATA_DIR.
+const envPrefix = "JETGATE_"
+
+// envName returns the environment variable that sets a flag.
+func envName(flag string) string {
+	return envPrefix + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
+// flagGroup lists flags in the order the help shows them; arg names the
+// flag's value in the help ("" for none).
+type flagGroup struct {
+	title string
+	flags [][2]string // name, arg
+}
+
+var serveGroups = []flagGroup{
+	{"Server", [][2]string{
+		{"http-addr", "HOST:PORT"}, {"data-dir", "DIR"}, {"nats-addr", "HOST:PORT"}, {"instance-name", "NAME"},
+	}},
+	{"External NATS (instead of the embedded server)", [][2]string{
+		{"nats-url", "URLS"}, {"nats-creds", "FILE"}, {"nats-nkey", "FILE"}, {"nats-user", "USER"},
+		{"nats-password", "PASSWORD"}, {"nats-token", "TOKEN"}, {"nats-tls-cert", "FILE"},
+		{"nats-tls-key", "FILE"}, {"nats-tls-ca", "FILE"}, {"replicas", "N"},
+	}},
+	{"Jobs and requests", [][2]string{
+		{"default-visibility-timeout", "DURATION"}, {"max-body-bytes", "SIZE"}, {"shutdown-timeout", "DURATION"},
+	}},
+	{"Logging", [][2]string{{"log-level", "LEVEL"}, {"log-format", "FORMAT"}}},
+}
+
+// newServeFlags defines every serve flag on a new FlagSet writing into cfg.
+func newServeFlags(cfg *app.Config) *flag.FlagSet {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+
+	fs.StringVar(&cfg.HTTPAddr, "http-addr", "127.0.0.1:8080", "Address the OJS HTTP API listens on. Use 0.0.0.0:8080 to accept other hosts.")
+	fs.StringVar(&cfg.DataDir, "data-dir", "./jetgate-data", "Directory where the embedded NATS server keeps its JetStream data (created if missing). Unused with --nats-url.")
+	fs.StringVar(&cfg.NatsAddr, "nats-addr", "127.0.0.1:4222", "Address the embedded NATS server listens on, so the nats CLI and other NATS clients can reach it. Unused with --nats-url.")
+	fs.StringVar(&cfg.InstanceName, "instance-name", "", "Name of this jetgate process in events and metrics (default: the host name).")
+
+	fs.StringVar(&cfg.NatsURL, "nats-url", "", "Comma-separated NATS server URLs. When set, jetgate uses this NATS (cluster) and starts no embedded server.")
+	fs.StringVar(&cfg.NatsCreds, "nats-creds", "", "NATS credentials file (JWT and nkey seed) to authenticate with.")
+	fs.StringVar(&cfg.NatsNKey, "nats-nkey", "", "File holding an nkey seed to authenticate with.")
+	fs.StringVar(&cfg.NatsUser, "nats-user", "", "NATS user name (with --nats-password).")
+	fs.StringVar(&cfg.NatsPassword, "nats-password", "", "NATS password. Prefer the environment variable: flags show up in process lists.")
+	fs.StringVar(&cfg.NatsToken, "nats-token", "", "NATS authentication token. Prefer the environment variable.")
+	fs.StringVar(&cfg.NatsTLSCert, "nats-tls-cert", "", "Client certificate for TLS to NATS (with --nats-tls-key).")
+	fs.StringVar(&cfg.NatsTLSKey, "nats-tls-key", "", "Private key of --nats-tls-cert.")
+	fs.StringVar(&cfg.NatsTLSCA, "nats-tls-ca", "", "CA certificate to verify the NATS servers with.")
+	fs.IntVar(&cfg.Replicas, "replicas", 1, "Replicas of every stream and bucket jetgate creates: 3 on a 3-node cluster. Must be 1 with the embedded server.")
+
+	fs.DurationVar(&cfg.DefaultVisibilityTimeout, "default-visibility-timeout", 30*time.Second, "How long a fetched job stays reserved for its worker when neither the fetch nor the job says.")
+	cfg.MaxBodyBytes = 1 << 20
+	fs.Var((*byteSize)(&cfg.MaxBodyBytes), "max-body-bytes", "Largest HTTP request body accepted, in bytes or with a unit: 512KiB, 4MiB, 1MB.")
+	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "On SIGINT or SIGTERM, how long to let in-flight requests finish before stopping.")
+
+	fs.StringVar(&cfg.LogLevel, "log-level", "info", "Least severe log level written to stderr: debug, info, warn or error.")
+	fs.StringVar(&cfg.LogFormat, "log-format", "text", "Log format: text (key=value) or json.")
+	return fs
+}
+
+// parseServe reads the serve flags, then the JETGATE_* environment variables
+// of the flags not given (empty variables count as unset), then defaults.
+func parseServe(args []string, lookupEnv func(string) (string, bool)) (app.Config, error) {
+	var cfg app.Config
+	fs := newServeFlags(&cfg)
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	if fs.NArg() > 0 {
+		return cfg, fmt.Errorf("serve takes no arguments, got %q", fs.Arg(0))
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+
+	var errs []error
+	fs.VisitAll(func(f *flag.Flag) {
+		env := envName(f.Name)
+		v, ok := lookupEnv(env)
+		if given[f.Name] || !ok || v == "" {
+			return
+		}
+		if err := f.Value.Set(v); err != nil {
+			errs = append(errs, fmt.Errorf("invalid value %q for %s: %v", v, env, err))
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		return cfg, err
+	}
+	return cfg, validateServe(cfg)
+}
+
+// validateServe checks what the command itself uses; app.Run validates the
+// rest of the config.
+func validateServe(cfg app.Config) error {
+	if _, err := parseLevel(cfg.LogLevel); err != nil {
+		return fmt.Errorf("--log-level (%s): %w", envName("log-level"), err)
+	}
+	if cfg.LogFormat != "text" && cfg.LogFormat != "json" {
+		return fmt.Errorf("--log-format (%s) must be text or json, got %q", envName("log-format"), cfg.LogFormat)
+	}
+	return nil
+}
+
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg, err := parseServe(args, os.LookupEnv)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, serveUsage())
+		return nil
+	}
+	if err != nil {
+		// The full help is long: a pointer to it keeps the error in view.
+		fmt.Fprint(stderr, serveShortUsage)
+		return err
+	}
+	logger, err := newLogger(stderr, cfg.LogLevel, cfg.LogFormat)
+	if err != nil {
+		return err
+	}
+	return app.Run(ctx, cfg, logger)
+}
+
+// newLogger returns a text or json slog logger writing to w at level.
+func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
+	lvl, err := parseLevel(level)
+	if err != nil {
+		return nil, err
+	}
+	opts := &slog.HandlerOptions{Level: lvl}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	default:
+		return nil, fmt.Errorf("log format must be text or json, got %q", format)
+	}
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	switch strings.ToLower(s) {
+	case "debug":
+		return slog.LevelDebug, nil
+	case "info":
+		return slog.LevelInfo, nil
+	case "warn", "warning":
+		return slog.LevelWarn, nil
+	case "error":
+		return slog.LevelError, nil
+	default:
+		return 0, fmt.Errorf("log level must be debug, info, warn or error, got %q", s)
+	}
+}
