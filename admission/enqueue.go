@@ -19,9 +19,11 @@ func (s *Service) Enqueue(ctx context.Context, job *ojs.Job) (*ojs.Job, error) {
 	if err := s.publishInitial(ctx, j); err != nil {
 		return nil, err
 	}
-	if _, err := s.store.Create(ctx, j); err != nil {
+	rev, err := s.store.Create(ctx, j)
+	if err != nil {
 		return nil, err
 	}
+	s.records.put(j, rev)
 	s.enqueued(ctx, j)
 	return j, nil
 }

@@ -171,8 +171,9 @@ func (s *Service) claim(ctx context.Context, msg jetstream.Msg, req ojs.FetchReq
 		_ = msg.Term()
 		return nil, nil
 	}
+	fresh := false
 	for range maxCASRetries {
-		j, rev, err := s.store.Get(ctx, ref.JobID)
+		j, rev, cached, err := s.read(ctx, ref.JobID, !fresh)
 		if errors.Is(err, ojs.ErrNotFound) {
 			s.orphan(msg)
 			return nil, nil
@@ -181,6 +182,11 @@ func (s *Service) claim(ctx context.Context, msg jetstream.Msg, req ojs.FetchReq
 			return nil, err
 		}
 		if j.State != ojs.StateAvailable || j.Internal.Token != ref.Token {
+			if cached {
+				// The cache may be behind another process: decide on the record.
+				fresh = true
+				continue
+			}
 			_ = msg.Ack()
 			return nil, nil
 		}
@@ -188,6 +194,7 @@ func (s *Service) claim(ctx context.Context, msg jetstream.Msg, req ojs.FetchReq
 		if j.ExpiresAt != nil && !now.Before(j.ExpiresAt.Time) {
 			err := s.expire(ctx, j, rev)
 			if errors.Is(err, jobstore.ErrConflict) {
+				fresh = true
 				continue
 			}
 			_ = msg.Ack()
@@ -197,12 +204,16 @@ func (s *Service) claim(ctx context.Context, msg jetstream.Msg, req ojs.FetchReq
 		if err := s.store.SetTimer(ctx, topology.TimerLease, nj.ID, nj.Internal.Token, nj.Internal.LeaseUntil.Time); err != nil {
 			return nil, err
 		}
-		if _, err := s.store.Update(ctx, nj, rev); err != nil {
+		nrev, err := s.store.Update(ctx, nj, rev)
+		if err != nil {
 			if errors.Is(err, jobstore.ErrConflict) {
+				s.records.drop(nj.ID)
+				fresh = true
 				continue
 			}
 			return nil, err
 		}
+		s.records.put(nj, nrev)
 		_ = msg.Ack()
 		var wait time.Duration
 		if j.EnqueuedAt != nil {

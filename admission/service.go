@@ -38,11 +38,13 @@ type Config struct {
 	ConsumerIdle time.Duration
 	// MaxFetch caps the jobs returned by one fetch.
 	MaxFetch int
-	Clock    Clock
-	Logger   *slog.Logger
-	Events   EventSink
-	Metrics  Recorder
-	Version  string
+	// RecordCache bounds the records remembered for skipping reads.
+	RecordCache int
+	Clock       Clock
+	Logger      *slog.Logger
+	Events      EventSink
+	Metrics     Recorder
+	Version     string
 }
 
 func (c Config) withDefaults() Config {
@@ -50,6 +52,7 @@ func (c Config) withDefaults() Config {
 	c.ClaimAckWait = cmp.Or(c.ClaimAckWait, 30*time.Second)
 	c.ConsumerIdle = cmp.Or(c.ConsumerIdle, time.Hour)
 	c.MaxFetch = cmp.Or(c.MaxFetch, 100)
+	c.RecordCache = cmp.Or(c.RecordCache, 100_000)
 	if c.Clock == nil {
 		c.Clock = systemClock{}
 	}
@@ -91,6 +94,7 @@ type Service struct {
 	started time.Time
 	queues  *queueCache
 	stats   *statsAgg
+	records *recordCache
 
 	consumers sync.Map // consumer name -> jetstream.Consumer
 
@@ -121,6 +125,7 @@ func New(nc *nats.Conn, js jetstream.JetStream, assets *topology.Assets, cfg Con
 	}
 	s.queues = newQueueCache(s.store, s.log, s.now)
 	s.stats = newStatsAgg()
+	s.records = newRecordCache(cfg.RecordCache)
 	return s, nil
 }
 
@@ -183,13 +188,19 @@ const maxCASRetries = 16
 // messages it relies on, publishes those, and compare-and-swaps the record.
 // A lost race re-reads and applies again.
 func (s *Service) transition(ctx context.Context, id string, apply applyFunc) (nj, old *ojs.Job, err error) {
+	fresh := false
 	for range maxCASRetries {
-		old, rev, err := s.store.Get(ctx, id)
+		old, rev, cached, err := s.read(ctx, id, !fresh)
 		if err != nil {
 			return nil, nil, err
 		}
 		nj, pre, err := apply(old)
 		if err != nil {
+			if cached {
+				// Refuse only on what the record says, never on the cache.
+				fresh = true
+				continue
+			}
 			return nil, old, err
 		}
 		if pre != nil {
@@ -197,15 +208,30 @@ func (s *Service) transition(ctx context.Context, id string, apply applyFunc) (n
 				return nil, old, err
 			}
 		}
-		if _, err := s.store.Update(ctx, nj, rev); err != nil {
+		nrev, err := s.store.Update(ctx, nj, rev)
+		if err != nil {
 			if errors.Is(err, jobstore.ErrConflict) {
+				s.records.drop(id)
+				fresh = true
 				continue
 			}
 			return nil, old, err
 		}
+		s.records.put(nj, nrev)
 		return nj, old, nil
 	}
 	return nil, nil, fmt.Errorf("%w: job %s kept changing under %d attempts", ojs.ErrConflict, id, maxCASRetries)
+}
+
+// read returns the job's record, from the cache when allowed and present.
+func (s *Service) read(ctx context.Context, id string, useCache bool) (j *ojs.Job, rev uint64, cached bool, err error) {
+	if useCache {
+		if j, rev, ok := s.records.get(id); ok {
+			return j, rev, true, nil
+		}
+	}
+	j, rev, err = s.store.Get(ctx, id)
+	return j, rev, false, err
 }
 
 // applyFunc computes the next record from the current one. pre publishes

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -393,5 +395,72 @@ func TestQueueStatsCountsStates(t *testing.T) {
 	}
 	if _, err := b.svc.QueueStats(ctx, "nope"); !errors.Is(err, ojs.ErrNotFound) {
 		t.Fatalf("unknown queue: %v", err)
+	}
+}
+
+// DESIGN invariants 1 and 2: three Services (as three jetgate processes) on
+// one server, many concurrent workers: every job is handed out and
+// completed exactly once, in priority order per fetch.
+func TestThreeProcessesHandOutEachJobOnce(t *testing.T) {
+	t.Parallel()
+	s := natstest.RunServer(t)
+	var svcs []bundle
+	for range 3 {
+		nc, js := natstest.Connect(t, s)
+		_ = nc
+		svcs = append(svcs, setupOn(t, nc, js))
+	}
+	ctx := testCtx(t)
+	const n = 600
+	ids := make(map[string]bool, n)
+	for i := range n {
+		b := svcs[i%3]
+		j, err := b.svc.Enqueue(ctx, mustParse(t, fmt.Sprintf(`{"type":"t.a","args":[%d],"queue":"m","priority":%d}`, i, i%4)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[j.ID] = true
+	}
+	var mu sync.Mutex
+	done := map[string]int{}
+	var wg sync.WaitGroup
+	for w := range 12 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			b := svcs[w%3]
+			empty := 0
+			for empty < 20 {
+				jobs, err := b.svc.Fetch(ctx, ojs.FetchRequest{Queues: []string{"m"}, Count: 1 + w%3, WorkerID: fmt.Sprint("w", w)})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if len(jobs) == 0 {
+					empty++
+					time.Sleep(5 * time.Millisecond)
+					continue
+				}
+				empty = 0
+				for _, j := range jobs {
+					// Ack through another process than the one that fetched.
+					if _, err := svcs[(w+1)%3].svc.Ack(ctx, ojs.AckRequest{JobID: j.ID}); err != nil {
+						t.Errorf("ack %s: %v", j.ID, err)
+					}
+					mu.Lock()
+					done[j.ID]++
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if len(done) != n {
+		t.Fatalf("%d distinct jobs completed, want %d", len(done), n)
+	}
+	for id, c := range done {
+		if c != 1 || !ids[id] {
+			t.Fatalf("job %s completed %d times (known: %v)", id, c, ids[id])
+		}
 	}
 }
