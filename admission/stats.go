@@ -251,3 +251,30 @@ func (s *Service) recentSamples(ctx context.Context, queue string) (hour, minute
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// StateDepths returns the number of jobs per state of every known queue,
+// for the ojs.queue.depth gauge. A queue whose counters cannot be read is
+// left out of this scrape.
+func (s *Service) StateDepths(ctx context.Context) map[string]map[ojs.State]int64 {
+	out := map[string]map[ojs.State]int64{}
+	for _, q := range s.queues.list() {
+		local, _ := s.stats.pending(q.Name)
+		m := make(map[ojs.State]int64, len(depthStates))
+		ok := true
+		for _, st := range depthStates {
+			n, err := s.counter(ctx, q.Name, string(st))
+			if err != nil {
+				ok = false
+				break
+			}
+			m[st] = max(0, n+local[string(st)])
+		}
+		if ok {
+			out[q.Name] = m
+		}
+	}
+	return out
+}
+
+// depthStates are the non-terminal states a queue's depth is reported for.
+var depthStates = []ojs.State{ojs.StateAvailable, ojs.StateActive, ojs.StateScheduled, ojs.StateRetryable, ojs.StatePending}

@@ -120,6 +120,7 @@ func (s *Server) start(ctx context.Context) error {
 	if err := s.svc.Start(ctx); err != nil {
 		return err
 	}
+	s.metrics.SetStateDepthFunc(s.svc.StateDepths)
 	return s.serveHTTP()
 }
 

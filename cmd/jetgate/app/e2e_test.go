@@ -269,7 +269,8 @@ func exerciseSession(t *testing.T, c client) {
 	}
 	defer m.Body.Close()
 	text, _ := io.ReadAll(m.Body)
-	if m.StatusCode != 200 || !strings.Contains(string(text), "ojs_job_completed_total") {
+	if m.StatusCode != 200 || !strings.Contains(string(text), "ojs_job_completed_total") ||
+		!strings.Contains(string(text), `ojs_queue_depth{queue="batch",state="available"} 2`) {
 		t.Fatalf("metrics: %d %s", m.StatusCode, text)
 	}
 }
