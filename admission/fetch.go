@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -43,38 +44,77 @@ func (s *Service) Fetch(ctx context.Context, req ojs.FetchRequest) ([]*ojs.Job, 
 	return out, nil
 }
 
-// fetchQueue claims up to want jobs from one queue, level by level.
+// fetchQueue claims up to want jobs from one queue. Ready messages come
+// from the queue's puller, which serves concurrent fetches together;
+// the messages are then claimed in parallel, and a message whose job
+// moved on (stale) is replaced in another round.
 func (s *Service) fetchQueue(ctx context.Context, queue string, want int, req ojs.FetchRequest) ([]*ojs.Job, error) {
 	var out []*ojs.Job
 	for round := 0; round < 8 && len(out) < want; round++ {
-		levels, err := s.levels(ctx, queue)
+		msgs, err := s.puller(queue).take(ctx, want-len(out))
 		if err != nil {
 			return out, err
 		}
-		if len(levels) == 0 {
+		if len(msgs) == 0 {
 			return out, nil
 		}
-		progress := false
-		for _, p := range levels {
-			if len(out) == want {
-				break
-			}
-			got, seen, err := s.fetchLevel(ctx, queue, p, want-len(out), req)
-			out = append(out, got...)
-			if err != nil {
-				return out, err
-			}
-			if seen > 0 {
-				progress = true
-			}
-			if seen > len(got) {
-				// Stale messages were drained: a higher level may have
-				// received jobs meanwhile, so look at the levels again.
-				break
-			}
+		out = append(out, s.claimAll(ctx, queue, msgs, req)...)
+	}
+	return out, nil
+}
+
+// claimAll claims each message's job, in parallel, keeping message order
+// (which is priority order).
+func (s *Service) claimAll(ctx context.Context, queue string, msgs []jetstream.Msg, req ojs.FetchRequest) []*ojs.Job {
+	jobs := make([]*ojs.Job, len(msgs))
+	claim := func(i int) {
+		j, err := s.claim(ctx, msgs[i], req)
+		if err != nil {
+			_ = msgs[i].Nak()
+			s.log.Warn("claim failed", "queue", queue, "error", err)
+			return
 		}
-		if !progress {
-			return out, nil
+		jobs[i] = j
+	}
+	if len(msgs) == 1 {
+		claim(0)
+	} else {
+		var wg sync.WaitGroup
+		for i := range msgs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				claim(i)
+			}()
+		}
+		wg.Wait()
+	}
+	out := jobs[:0]
+	for _, j := range jobs {
+		if j != nil {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
+// pull takes up to want ready messages of a queue, lowest priority level
+// first: one stream info request tells which levels hold messages, then
+// each level's consumer is asked without waiting.
+func (s *Service) pull(ctx context.Context, queue string, want int) ([]jetstream.Msg, error) {
+	levels, err := s.levels(ctx, queue)
+	if err != nil || len(levels) == 0 {
+		return nil, err
+	}
+	var out []jetstream.Msg
+	for _, p := range levels {
+		if len(out) == want {
+			break
+		}
+		msgs, err := s.fetchLevel(ctx, queue, p, want-len(out))
+		out = append(out, msgs...)
+		if err != nil {
+			return out, err
 		}
 	}
 	return out, nil
@@ -103,35 +143,33 @@ func (s *Service) levels(ctx context.Context, queue string) ([]int, error) {
 	return levels, nil
 }
 
-// fetchLevel pulls up to want ready messages of one level and claims the
-// jobs they point at. seen counts messages, claimed or stale.
-func (s *Service) fetchLevel(ctx context.Context, queue string, prio, want int, req ojs.FetchRequest) (got []*ojs.Job, seen int, err error) {
-	cons, err := s.consumer(ctx, queue, prio)
-	if err != nil {
-		return nil, 0, err
-	}
-	batch, err := cons.FetchNoWait(want)
-	if err != nil {
-		s.consumers.Delete(topology.ReadyConsumer(queue, prio))
-		return nil, 0, fmt.Errorf("fetch %s/%d: %w", queue, prio, asUnavailable(err))
-	}
-	for msg := range batch.Messages() {
-		seen++
-		j, err := s.claim(ctx, msg, req)
+// fetchLevel pulls up to want ready messages of one level without waiting.
+// A consumer that vanished (removed while idle) is created again once.
+func (s *Service) fetchLevel(ctx context.Context, queue string, prio, want int) ([]jetstream.Msg, error) {
+	var lastErr error
+	for range 2 {
+		cons, err := s.consumer(ctx, queue, prio)
 		if err != nil {
-			_ = msg.Nak()
-			s.log.Warn("claim failed", "queue", queue, "error", err)
-			continue
+			return nil, err
 		}
-		if j != nil {
-			got = append(got, j)
+		batch, err := cons.FetchNoWait(want)
+		if err == nil {
+			var msgs []jetstream.Msg
+			for msg := range batch.Messages() {
+				msgs = append(msgs, msg)
+			}
+			err = batch.Error()
+			if err == nil || errors.Is(err, jetstream.ErrNoMessages) {
+				return msgs, nil
+			}
+			if len(msgs) > 0 {
+				return msgs, nil
+			}
 		}
-	}
-	if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
 		s.consumers.Delete(topology.ReadyConsumer(queue, prio))
-		return got, seen, fmt.Errorf("fetch %s/%d: %w", queue, prio, asUnavailable(err))
+		lastErr = err
 	}
-	return got, seen, nil
+	return nil, fmt.Errorf("fetch %s/%d: %w", queue, prio, asUnavailable(lastErr))
 }
 
 // consumer returns the durable pull consumer of a queue level, creating it

@@ -97,6 +97,7 @@ type Service struct {
 	records *recordCache
 
 	consumers sync.Map // consumer name -> jetstream.Consumer
+	pullers   sync.Map // queue name -> *puller
 
 	mu       sync.Mutex
 	running  bool

@@ -1,0 +1,95 @@
+package admission
+
+import (
+	"context"
+	"sync"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// puller serves the concurrent fetches of one queue together: fetches that
+// arrive while a pull is under way wait for the next one, which asks
+// JetStream once for all of them (one level lookup, one pull per level)
+// instead of once each. Messages are handed out in arrival order, so the
+// oldest waiting fetch gets the highest-priority jobs. There is no
+// goroutine of its own: the first fetch to find the puller idle runs the
+// pulls until no fetch is waiting.
+type puller struct {
+	s     *Service
+	queue string
+
+	mu      sync.Mutex
+	waiting []*pullWaiter
+	busy    bool
+}
+
+// maxPull bounds the messages asked for in one pull.
+const maxPull = 256
+
+type pullWaiter struct {
+	want int
+	msgs []jetstream.Msg
+	err  error
+	done chan struct{}
+}
+
+func (s *Service) puller(queue string) *puller {
+	if p, ok := s.pullers.Load(queue); ok {
+		return p.(*puller)
+	}
+	p, _ := s.pullers.LoadOrStore(queue, &puller{s: s, queue: queue})
+	return p.(*puller)
+}
+
+// take returns up to want ready messages, highest priority first.
+func (p *puller) take(ctx context.Context, want int) ([]jetstream.Msg, error) {
+	w := &pullWaiter{want: want, done: make(chan struct{})}
+	p.mu.Lock()
+	p.waiting = append(p.waiting, w)
+	lead := !p.busy
+	p.busy = true
+	p.mu.Unlock()
+	if lead {
+		p.run(ctx)
+	}
+	<-w.done
+	return w.msgs, w.err
+}
+
+// run pulls for every waiting fetch until none is left. Pulls never wait
+// for messages to arrive, so a waiter is answered within one round trip
+// of the pull that serves it.
+func (p *puller) run(ctx context.Context) {
+	for {
+		p.mu.Lock()
+		if len(p.waiting) == 0 {
+			p.busy = false
+			p.mu.Unlock()
+			return
+		}
+		// Serve the oldest waiters, up to maxPull messages per pull; the
+		// rest wait for the next round.
+		total, n := 0, 0
+		for n < len(p.waiting) && (n == 0 || total+p.waiting[n].want <= maxPull) {
+			total += p.waiting[n].want
+			n++
+		}
+		batch := p.waiting[:n:n]
+		p.waiting = p.waiting[n:]
+		p.mu.Unlock()
+		// The pull is not cancelled with the leading request: it serves
+		// other requests too. Every JetStream call in it has a timeout.
+		msgs, err := p.s.pull(context.WithoutCancel(ctx), p.queue, total)
+		for _, w := range batch {
+			n := min(w.want, len(msgs))
+			w.msgs, msgs = msgs[:n:n], msgs[n:]
+			if n == 0 {
+				w.err = err
+			}
+			close(w.done)
+		}
+		for _, m := range msgs {
+			_ = m.Nak()
+		}
+	}
+}
