@@ -235,8 +235,12 @@ func (s *Service) claim(ctx context.Context, msg jetstream.Msg, req ojs.FetchReq
 				fresh = true
 				continue
 			}
+			if err != nil {
+				// Keep the message: the job is still available.
+				return nil, err
+			}
 			_ = msg.Ack()
-			return nil, err
+			return nil, nil
 		}
 		nj := s.activate(j, req, now)
 		if err := s.store.SetTimer(ctx, topology.TimerLease, nj.ID, nj.Internal.Token, nj.Internal.LeaseUntil.Time); err != nil {
@@ -306,7 +310,7 @@ func (s *Service) expire(ctx context.Context, j *ojs.Job, rev uint64) error {
 	if err := s.store.PutDead(ctx, jobstore.DeadEntry{JobID: j.ID, Queue: j.Queue, DiscardedAt: nj.DiscardedAt}); err != nil {
 		return err
 	}
-	if _, err := s.store.Update(ctx, nj, rev); err != nil {
+	if _, err := s.write(ctx, nj, rev); err != nil {
 		return err
 	}
 	s.stats.move(nj.Queue, j.State, nj.State)

@@ -40,11 +40,16 @@ type Config struct {
 	MaxFetch int
 	// RecordCache bounds the records remembered for skipping reads.
 	RecordCache int
-	Clock       Clock
-	Logger      *slog.Logger
-	Events      EventSink
-	Metrics     Recorder
-	Version     string
+	// Retention keeps completed and cancelled job records this long after
+	// they finish (default 24 h); DeadRetention keeps discarded ones, the
+	// dead letter queue (default 7 days). JetStream removes them then.
+	Retention     time.Duration
+	DeadRetention time.Duration
+	Clock         Clock
+	Logger        *slog.Logger
+	Events        EventSink
+	Metrics       Recorder
+	Version       string
 }
 
 func (c Config) withDefaults() Config {
@@ -53,6 +58,8 @@ func (c Config) withDefaults() Config {
 	c.ConsumerIdle = cmp.Or(c.ConsumerIdle, time.Hour)
 	c.MaxFetch = cmp.Or(c.MaxFetch, 100)
 	c.RecordCache = cmp.Or(c.RecordCache, 100_000)
+	c.Retention = cmp.Or(c.Retention, 24*time.Hour)
+	c.DeadRetention = cmp.Or(c.DeadRetention, 7*24*time.Hour)
 	if c.Clock == nil {
 		c.Clock = systemClock{}
 	}
@@ -209,7 +216,7 @@ func (s *Service) transition(ctx context.Context, id string, apply applyFunc) (n
 				return nil, old, err
 			}
 		}
-		nrev, err := s.store.Update(ctx, nj, rev)
+		nrev, err := s.write(ctx, nj, rev)
 		if err != nil {
 			if errors.Is(err, jobstore.ErrConflict) {
 				s.records.drop(id)
@@ -222,6 +229,17 @@ func (s *Service) transition(ctx context.Context, id string, apply applyFunc) (n
 		return nj, old, nil
 	}
 	return nil, nil, fmt.Errorf("%w: job %s kept changing under %d attempts", ojs.ErrConflict, id, maxCASRetries)
+}
+
+// write compare-and-swaps a record; finished jobs get their retention TTL.
+func (s *Service) write(ctx context.Context, nj *ojs.Job, rev uint64) (uint64, error) {
+	switch nj.State {
+	case ojs.StateCompleted, ojs.StateCancelled:
+		return s.store.UpdateTTL(ctx, nj, rev, s.cfg.Retention)
+	case ojs.StateDiscarded:
+		return s.store.UpdateTTL(ctx, nj, rev, s.cfg.DeadRetention)
+	}
+	return s.store.Update(ctx, nj, rev)
 }
 
 // read returns the job's record, from the cache when allowed and present.

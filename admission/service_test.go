@@ -31,13 +31,18 @@ func setup(t *testing.T) bundle {
 
 func setupOn(t *testing.T, nc interface{ Close() }, js jetstream.JetStream) bundle {
 	t.Helper()
+	return setupCfg(t, js, admission.Config{})
+}
+
+func setupCfg(t *testing.T, js jetstream.JetStream, cfg admission.Config) bundle {
+	t.Helper()
 	ctx := testCtx(t)
 	assets, err := topology.Ensure(ctx, js, topology.Config{})
 	if err != nil {
 		t.Fatalf("ensure: %v", err)
 	}
 	conn := js.Conn()
-	svc, err := admission.New(conn, js, assets, admission.Config{})
+	svc, err := admission.New(conn, js, assets, cfg)
 	if err != nil {
 		t.Fatalf("new: %v", err)
 	}
@@ -462,5 +467,44 @@ func TestThreeProcessesHandOutEachJobOnce(t *testing.T) {
 		if c != 1 || !ids[id] {
 			t.Fatalf("job %s completed %d times (known: %v)", id, c, ids[id])
 		}
+	}
+}
+
+// Finished records are kept for the retention period, then JetStream
+// removes them (per-message TTL): OJS_JOBS does not grow without bound.
+func TestFinishedRecordsExpireAfterRetention(t *testing.T) {
+	t.Parallel()
+	s := natstest.RunServer(t)
+	_, js := natstest.Connect(t, s)
+	b := setupCfg(t, js, admission.Config{Retention: time.Second, DeadRetention: time.Hour})
+	ctx := testCtx(t)
+	done := enqueue(t, b, `{"type":"t.a","args":[]}`)
+	dead := enqueue(t, b, `{"type":"t.a","args":[],"options":{"retry":{"max_attempts":1}}}`)
+	for range 2 {
+		j := fetch1(t, b, "default")
+		if j.ID == done.ID {
+			if _, err := b.svc.Ack(ctx, ojs.AckRequest{JobID: j.ID}); err != nil {
+				t.Fatal(err)
+			}
+		} else if _, err := b.svc.Nack(ctx, ojs.NackRequest{JobID: j.ID, Error: ojs.JobError{Code: "x", Message: "x"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if j, err := b.svc.Get(ctx, done.ID); err != nil || j.State != ojs.StateCompleted {
+		t.Fatalf("completed record right after ack: %v %v", j, err)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		_, err := b.svc.Get(ctx, done.ID)
+		if errors.Is(err, ojs.ErrNotFound) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("completed record still there after its 1s retention: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if j, err := b.svc.Get(ctx, dead.ID); err != nil || j.State != ojs.StateDiscarded {
+		t.Fatalf("discarded record must outlive the completed retention: %v %v", j, err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -90,6 +91,34 @@ func (s *Store) Update(ctx context.Context, j *ojs.Job, rev uint64) (uint64, err
 		return 0, fmt.Errorf("update job %s: %w", j.ID, unavailable(err))
 	}
 	return nrev, nil
+}
+
+// UpdateTTL writes j if the record is still at revision rev, and lets
+// JetStream remove the record ttl later (per-message TTL); a later write
+// replaces the TTL. It is how finished jobs are kept for a retention
+// period without any sweep.
+func (s *Store) UpdateTTL(ctx context.Context, j *ojs.Job, rev uint64, ttl time.Duration) (uint64, error) {
+	if ttl <= 0 {
+		return s.Update(ctx, j, rev)
+	}
+	b, err := json.Marshal(j)
+	if err != nil {
+		return 0, fmt.Errorf("encode job %s: %w", j.ID, err)
+	}
+	m := nats.NewMsg("$KV." + topology.JobsBucket + "." + j.ID)
+	m.Data = b
+	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(rev, 10))
+	m.Header.Set(jetstream.MsgTTLHeader, ttl.Round(time.Second).String())
+	ack, err := s.js.PublishMsg(ctx, m)
+	if err != nil {
+		var apiErr *jetstream.APIError
+		if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+			apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
+			return 0, ErrConflict
+		}
+		return 0, fmt.Errorf("update job %s: %w", j.ID, unavailable(err))
+	}
+	return ack.Sequence, nil
 }
 
 // Delete removes a job record if it is still at revision rev.

@@ -48,12 +48,19 @@ func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Assets, e
 		if err != nil {
 			return
 		}
+		var markers time.Duration
+		if name == JobsBucket {
+			// Finished job records carry a per-message TTL (retention);
+			// the marker left when one expires is kept this long.
+			markers = time.Hour
+		}
 		*dst, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-			Bucket:      name,
-			Description: desc,
-			History:     1,
-			Storage:     cfg.Storage,
-			Replicas:    cfg.Replicas,
+			Bucket:         name,
+			Description:    desc,
+			History:        1,
+			Storage:        cfg.Storage,
+			Replicas:       cfg.Replicas,
+			LimitMarkerTTL: markers,
 		})
 		if err != nil {
 			err = fmt.Errorf("ensure bucket %s: %w", name, err)
