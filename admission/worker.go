@@ -112,9 +112,11 @@ func (s *Service) afterFailure(ctx context.Context, nj *ojs.Job) {
 	s.stats.move(nj.Queue, ojs.StateActive, nj.State)
 	s.stats.sample(nj.Queue, func(smp *statSample) { smp.Failed++ })
 	d := runTime(nj)
-	s.met.JobFailed(ctx, nj.Queue, nj.Type, d)
 	s.events.PublishJob(EventJobFailed, nj, nil)
 	if nj.State == ojs.StateRetryable {
+		// metrics: JobFailed is an attempt that will be retried,
+		// JobDiscarded a job that failed for good.
+		s.met.JobFailed(ctx, nj.Queue, nj.Type, d)
 		s.events.PublishJob(EventJobRetrying, nj, nil)
 		return
 	}
