@@ -73,7 +73,7 @@ func newManifest(cfg Config) manifest {
 
 // defaultCapabilities declares what httpbind serves itself (batch, dead
 // letter, pause/resume; no cron, workflows or schemas), what ojs.ParseJob
-// accepts (delayed jobs, expires_at, unique), and the extension-backed
+// accepts and enforces (delayed jobs, expires_at; unique is only stored), and the extension-backed
 // flags when their URI is listed. Config.Capabilities overrides any of them.
 func defaultCapabilities(ext []string) map[string]bool {
 	return map[string]bool{
@@ -82,7 +82,7 @@ func defaultCapabilities(ext []string) map[string]bool {
 		"pause_resume":      true,
 		"delayed_jobs":      true,
 		"job_ttl":           true,
-		"unique_jobs":       true,
+		"unique_jobs":       false, // unique is stored, not enforced yet
 		"priority_queues":   slices.Contains(ext, extPriority),
 		"rate_limiting":     slices.Contains(ext, extRateLimiting),
 		"cron_jobs":         false,
