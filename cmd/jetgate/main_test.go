@@ -147,6 +147,7 @@ func TestParseServeDefaults(t *testing.T) {
 		DataDir: "./jetgate-data", NatsAddr: "127.0.0.1:4222", HTTPAddr: "127.0.0.1:8080",
 		Replicas: 1, ShutdownTimeout: 30 * time.Second, MaxBodyBytes: 1 << 20,
 		LogLevel: "info", LogFormat: "text", DefaultVisibilityTimeout: 30 * time.Second,
+		Retention: 24 * time.Hour, DeadRetention: 7 * 24 * time.Hour,
 	}
 	if cfg != want {
 		t.Fatalf("defaults = %+v\nwant       %+v", cfg, want)

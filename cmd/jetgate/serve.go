@@ -40,7 +40,8 @@ var serveGroups = []flagGroup{
 		{"nats-tls-key", "FILE"}, {"nats-tls-ca", "FILE"}, {"replicas", "N"},
 	}},
 	{"Jobs and requests", [][2]string{
-		{"default-visibility-timeout", "DURATION"}, {"max-body-bytes", "SIZE"}, {"shutdown-timeout", "DURATION"},
+		{"default-visibility-timeout", "DURATION"}, {"retention", "DURATION"}, {"dead-retention", "DURATION"},
+		{"max-body-bytes", "SIZE"}, {"shutdown-timeout", "DURATION"},
 	}},
 	{"Logging", [][2]string{{"log-level", "LEVEL"}, {"log-format", "FORMAT"}}},
 }
@@ -68,6 +69,8 @@ func newServeFlags(cfg *app.Config) *flag.FlagSet {
 	fs.IntVar(&cfg.Replicas, "replicas", 1, "Replicas of every stream and bucket jetgate creates: 3 on a 3-node cluster. Must be 1 with the embedded server.")
 
 	fs.DurationVar(&cfg.DefaultVisibilityTimeout, "default-visibility-timeout", 30*time.Second, "How long a fetched job stays reserved for its worker when neither the fetch nor the job says.")
+	fs.DurationVar(&cfg.Retention, "retention", 24*time.Hour, "How long completed and cancelled jobs stay readable (GET /ojs/v1/jobs/{id}) before JetStream removes them.")
+	fs.DurationVar(&cfg.DeadRetention, "dead-retention", 7*24*time.Hour, "How long discarded jobs stay in the dead letter queue before JetStream removes them.")
 	cfg.MaxBodyBytes = 1 << 20
 	fs.Var((*byteSize)(&cfg.MaxBodyBytes), "max-body-bytes", "Largest HTTP request body accepted, in bytes or with a unit: 512KiB, 4MiB, 1MB.")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "On SIGINT or SIGTERM, how long to let in-flight requests finish before stopping.")

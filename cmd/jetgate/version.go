@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/jetgate/jetgate/cmd/jetgate/app"
+
 	"context"
 	"errors"
 	"flag"
@@ -36,7 +38,10 @@ func readBuildInfo() buildInfo {
 	if !ok {
 		return b
 	}
-	if b.Version == "dev" && info.Main.Version != "" && info.Main.Version != "(devel)" {
+	if b.Version == "dev" {
+		b.Version = app.Version
+	}
+	if b.Version == app.Version && info.Main.Version != "" && info.Main.Version != "(devel)" {
 		b.Version = info.Main.Version // go install github.com/jetgate/jetgate/cmd/jetgate@vX
 	}
 	for _, s := range info.Settings {

@@ -82,7 +82,11 @@ func (s *Server) start(ctx context.Context) error {
 		url = ns.ClientURL()
 		s.log.Info("embedded nats-server ready", "url", url, "data_dir", s.cfg.DataDir)
 	}
-	nc, err := nats.Connect(url, s.natsOptions()...)
+	opts, err := s.natsOptions()
+	if err != nil {
+		return err
+	}
+	nc, err := nats.Connect(url, opts...)
 	if err != nil {
 		return fmt.Errorf("connect to NATS at %s: %w", url, err)
 	}
@@ -109,6 +113,8 @@ func (s *Server) start(ctx context.Context) error {
 	}
 	s.svc, err = admission.New(nc, s.js, assets, admission.Config{
 		DefaultVisibilityTimeout: s.cfg.DefaultVisibilityTimeout,
+		Retention:                s.cfg.Retention,
+		DeadRetention:            s.cfg.DeadRetention,
 		Logger:                   s.log.With("component", "admission"),
 		Events:                   s.events,
 		Metrics:                  s.metrics,
@@ -159,7 +165,7 @@ func (s *Server) instance() string {
 	return h
 }
 
-func (s *Server) natsOptions() []nats.Option {
+func (s *Server) natsOptions() ([]nats.Option, error) {
 	opts := []nats.Option{
 		nats.Name("jetgate " + s.instance()),
 		nats.MaxReconnects(-1),
@@ -176,11 +182,11 @@ func (s *Server) natsOptions() []nats.Option {
 		opts = append(opts, nats.UserCredentials(c.NatsCreds))
 	}
 	if c.NatsNKey != "" {
-		if o, err := nats.NkeyOptionFromSeed(c.NatsNKey); err == nil {
-			opts = append(opts, o)
-		} else {
-			s.log.Error("bad --nats-nkey seed file", "error", err)
+		o, err := nats.NkeyOptionFromSeed(c.NatsNKey)
+		if err != nil {
+			return nil, fmt.Errorf("read --nats-nkey seed file: %w", err)
 		}
+		opts = append(opts, o)
 	}
 	if c.NatsUser != "" {
 		opts = append(opts, nats.UserInfo(c.NatsUser, c.NatsPassword))
@@ -194,7 +200,7 @@ func (s *Server) natsOptions() []nats.Option {
 	if c.NatsTLSCA != "" {
 		opts = append(opts, nats.RootCAs(c.NatsTLSCA))
 	}
-	return opts
+	return opts, nil
 }
 
 // HTTPAddr is the address the HTTP API listens on.

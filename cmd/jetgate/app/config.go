@@ -25,6 +25,9 @@ type Config struct {
 	// DefaultVisibilityTimeout reserves a fetched job when neither the
 	// fetch nor the job sets one (default 30 s).
 	DefaultVisibilityTimeout time.Duration
+	// Retention keeps completed and cancelled job records (default 24 h);
+	// DeadRetention keeps discarded ones, the dead letter queue (7 days).
+	Retention, DeadRetention time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -35,6 +38,8 @@ func (c Config) withDefaults() Config {
 	c.ShutdownTimeout = cmp.Or(c.ShutdownTimeout, 30*time.Second)
 	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, 1<<20)
 	c.DefaultVisibilityTimeout = cmp.Or(c.DefaultVisibilityTimeout, 30*time.Second)
+	c.Retention = cmp.Or(c.Retention, 24*time.Hour)
+	c.DeadRetention = cmp.Or(c.DeadRetention, 7*24*time.Hour)
 	return c
 }
 
@@ -47,6 +52,9 @@ func (c Config) validate() error {
 	}
 	if (c.NatsTLSCert == "") != (c.NatsTLSKey == "") {
 		return fmt.Errorf("--nats-tls-cert and --nats-tls-key go together")
+	}
+	if c.Retention < time.Second || c.DeadRetention < time.Second {
+		return fmt.Errorf("retention and dead retention must be at least 1s")
 	}
 	if c.MaxBodyBytes < 1024 {
 		return fmt.Errorf("max body bytes %d is too small (minimum 1024)", c.MaxBodyBytes)
