@@ -16,6 +16,8 @@ func (s *Service) Enqueue(ctx context.Context, job *ojs.Job) (*ojs.Job, error) {
 		return nil, err
 	}
 	j := s.initial(job)
+	done := s.beginCreate(j.ID)
+	defer done()
 	if err := s.publishInitial(ctx, j); err != nil {
 		return nil, err
 	}
@@ -26,6 +28,31 @@ func (s *Service) Enqueue(ctx context.Context, job *ojs.Job) (*ojs.Job, error) {
 	s.records.put(j, rev)
 	s.enqueued(ctx, j)
 	return j, nil
+}
+
+// beginCreate marks a job's record as being created by this process, so a
+// fetch that meets its ready message first waits for the record instead of
+// putting the message back. The returned func ends the mark.
+func (s *Service) beginCreate(id string) func() {
+	ch := make(chan struct{})
+	s.creating.Store(id, ch)
+	return func() {
+		s.creating.Delete(id)
+		close(ch)
+	}
+}
+
+// awaitCreate waits for this process's create of id, if one is under way.
+func (s *Service) awaitCreate(ctx context.Context, id string) bool {
+	v, ok := s.creating.Load(id)
+	if !ok {
+		return false
+	}
+	select {
+	case <-v.(chan struct{}):
+	case <-ctx.Done():
+	}
+	return true
 }
 
 // initial sets the server fields of a new job and picks its first state.
@@ -96,6 +123,10 @@ func (s *Service) EnqueueBatch(ctx context.Context, jobs []*ojs.Job) ([]*ojs.Job
 		}
 		seen[j.ID] = i
 		out[i] = j
+	}
+	for _, j := range out {
+		done := s.beginCreate(j.ID)
+		defer done()
 	}
 	if err := s.publishInitialBatch(ctx, out); err != nil {
 		return nil, err

@@ -213,6 +213,10 @@ func (s *Service) claim(ctx context.Context, msg jetstream.Msg, req ojs.FetchReq
 	for range maxCASRetries {
 		j, rev, cached, err := s.read(ctx, ref.JobID, !fresh)
 		if errors.Is(err, ojs.ErrNotFound) {
+			if !fresh && s.awaitCreate(ctx, ref.JobID) {
+				fresh = true
+				continue
+			}
 			s.orphan(msg)
 			return nil, nil
 		}
@@ -290,10 +294,14 @@ func (s *Service) activate(j *ojs.Job, req ojs.FetchRequest, now time.Time) *ojs
 	return nj
 }
 
+// orphan puts back a ready message whose record does not exist yet, with
+// a growing delay (50 ms, 100 ms, ... 800 ms), and drops it after that: an
+// enqueue writes its record right after the message, so a record that is
+// still missing then belongs to an enqueue that failed.
 func (s *Service) orphan(msg jetstream.Msg) {
 	md, err := msg.Metadata()
 	if err == nil && md.NumDelivered < maxOrphanDeliveries {
-		_ = msg.NakWithDelay(time.Second)
+		_ = msg.NakWithDelay(50 * time.Millisecond << (md.NumDelivered - 1))
 		return
 	}
 	_ = msg.TermWithReason("job record does not exist")

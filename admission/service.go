@@ -105,6 +105,7 @@ type Service struct {
 
 	consumers sync.Map // consumer name -> jetstream.Consumer
 	pullers   sync.Map // queue name -> *puller
+	creating  sync.Map // job id -> chan struct{}, closed when its create is done
 
 	mu       sync.Mutex
 	running  bool

@@ -1,6 +1,7 @@
 package ojs
 
 import (
+	"bytes"
 	"encoding/json"
 	"time"
 )
@@ -77,7 +78,7 @@ type Job struct {
 
 	// Internal is server bookkeeping stored with the record under
 	// "x_jetgate" and never shown to clients (see Public).
-	Internal Internal `json:"-"`
+	Internal Internal `json:"x_jetgate,omitzero"`
 }
 
 // Internal is the server's bookkeeping on a job record.
@@ -162,24 +163,10 @@ func (j Job) MarshalJSON() ([]byte, error) {
 		j.Args = json.RawMessage("[]")
 	}
 	b, err := json.Marshal(jobAlias(j))
-	if err != nil {
-		return nil, err
+	if err != nil || len(j.Extra) == 0 {
+		return b, err
 	}
-	if len(j.Extra) == 0 && j.Internal == (Internal{}) {
-		return b, nil
-	}
-	extra := make(map[string]json.RawMessage, len(j.Extra)+1)
-	for k, v := range j.Extra {
-		extra[k] = v
-	}
-	if j.Internal != (Internal{}) {
-		ib, err := json.Marshal(j.Internal)
-		if err != nil {
-			return nil, err
-		}
-		extra[internalKey] = ib
-	}
-	tail, err := json.Marshal(extra)
+	tail, err := json.Marshal(j.Extra)
 	if err != nil {
 		return nil, err
 	}
@@ -197,6 +184,15 @@ const internalKey = "x_jetgate"
 // It does not validate; client input goes through Parse.
 func (j *Job) UnmarshalJSON(b []byte) error {
 	var a jobAlias
+	// Most records have no unknown fields: one strict pass reads them. A
+	// record with unknown fields takes a second pass that collects them.
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&a); err == nil {
+		*j = Job(a)
+		return nil
+	}
+	a = jobAlias{}
 	if err := json.Unmarshal(b, &a); err != nil {
 		return err
 	}
@@ -206,12 +202,6 @@ func (j *Job) UnmarshalJSON(b []byte) error {
 	}
 	*j = Job(a)
 	for k, v := range all {
-		if k == internalKey {
-			if err := json.Unmarshal(v, &j.Internal); err != nil {
-				return err
-			}
-			continue
-		}
 		if !knownField(k) {
 			if j.Extra == nil {
 				j.Extra = map[string]json.RawMessage{}

@@ -4,7 +4,7 @@
 // It owns the event envelope (specversion, id "evt_"+UUIDv7, type, source,
 // time, subject, datacontenttype, data), the data schemas of the job and
 // queue events (section 4), the event subjects ojs.events.<type> and the
-// stream topology.EventStream that keeps them for a while (file storage,
+// stream topology.EventStream that keeps them for a while (memory storage, capped at 64 MiB,
 // limits retention, MaxAge 24h and MaxMsgs 100_000 by default, discard
 // old).
 //

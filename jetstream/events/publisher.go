@@ -22,8 +22,10 @@ import (
 
 // Defaults of Config.
 const (
-	DefaultMaxAge   = 24 * time.Hour
-	DefaultMaxMsgs  = 100_000
+	DefaultMaxAge  = 24 * time.Hour
+	DefaultMaxMsgs = 100_000
+	// DefaultMaxBytes caps the memory the event stream may use.
+	DefaultMaxBytes = 64 << 20
 	DefaultReplicas = 1
 
 	// defaultTimeout bounds Ensure and Recent when ctx has no deadline.
@@ -124,12 +126,17 @@ func (p *Publisher) StreamConfig() jetstream.StreamConfig {
 		Name:        topology.EventStream,
 		Description: "OJS events (ojs.events.<type>) kept for GET /ojs/v1/events",
 		Subjects:    []string{topology.EventSubjects},
-		Storage:     jetstream.FileStorage,
-		Retention:   jetstream.LimitsPolicy,
-		Discard:     jetstream.DiscardOld,
-		MaxAge:      p.cfg.MaxAge,
-		MaxMsgs:     p.cfg.MaxMsgs,
-		Replicas:    p.cfg.Replicas,
+		// Memory storage: the stream is a window of recent events, not a
+		// record of truth (job records are). Three events per job written
+		// to disk cost as much as the job itself (measured in bench/), and
+		// a restart losing the window is acceptable for GET /ojs/v1/events.
+		Storage:   jetstream.MemoryStorage,
+		Retention: jetstream.LimitsPolicy,
+		Discard:   jetstream.DiscardOld,
+		MaxAge:    p.cfg.MaxAge,
+		MaxMsgs:   p.cfg.MaxMsgs,
+		MaxBytes:  DefaultMaxBytes,
+		Replicas:  p.cfg.Replicas,
 		// Events are published with core NATS: nobody waits for an ack.
 		NoAck: true,
 	}

@@ -306,7 +306,7 @@ func TestEnsureIdempotent(t *testing.T) {
 	}
 	c := s.CachedInfo().Config
 	if !c.NoAck || c.MaxAge != time.Hour || c.MaxMsgs != DefaultMaxMsgs || c.Discard != jetstream.DiscardOld ||
-		c.Retention != jetstream.LimitsPolicy || c.Storage != jetstream.FileStorage ||
+		c.Retention != jetstream.LimitsPolicy || c.Storage != jetstream.MemoryStorage ||
 		len(c.Subjects) != 1 || c.Subjects[0] != topology.EventSubjects {
 		t.Errorf("stream config = %+v", c)
 	}
