@@ -271,7 +271,7 @@ func (s *Service) claim(ctx context.Context, msg jetstream.Msg, req ojs.FetchReq
 			smp.WaitMs += wait.Milliseconds()
 		})
 		s.met.JobStarted(ctx, nj.Queue, nj.Type, nj.Attempt, wait)
-		s.events.PublishJob(EventJobStarted, nj, map[string]any{"worker_id": nj.WorkerID})
+		s.events.PublishJob(EventJobStarted, nj, nil)
 		return nj, nil
 	}
 	return nil, fmt.Errorf("%w: job %s kept changing", ojs.ErrConflict, ref.JobID)

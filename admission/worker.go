@@ -42,7 +42,7 @@ func (s *Service) Ack(ctx context.Context, req ojs.AckRequest) (*ojs.AckResult, 
 		smp.DurationMs += d.Milliseconds()
 	})
 	s.met.JobCompleted(ctx, nj.Queue, nj.Type, d)
-	s.events.PublishJob(EventJobCompleted, nj, map[string]any{"duration_ms": d.Milliseconds()})
+	s.events.PublishJob(EventJobCompleted, nj, nil)
 	return &ojs.AckResult{JobID: nj.ID, State: nj.State, CompletedAt: nj.CompletedAt}, nil
 }
 
