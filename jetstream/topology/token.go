@@ -46,6 +46,11 @@ func Untoken(t string) (string, error) {
 		return "", nil
 	}
 	if !strings.Contains(t, "=") {
+		for i := 0; i < len(t); i++ {
+			if !plain(t[i]) {
+				return "", fmt.Errorf("bad token %q: byte %q", t, t[i])
+			}
+		}
 		return t, nil
 	}
 	var b strings.Builder
