@@ -223,6 +223,9 @@ func (s *Service) claim(ctx context.Context, msg jetstream.Msg, req ojs.FetchReq
 		if err != nil {
 			return nil, err
 		}
+		if j.State == ojs.StateActive && j.Internal.HeldToken == ref.Token && !cached {
+			return nil, s.redelivered(ctx, j, msg)
+		}
 		if j.State != ojs.StateAvailable || j.Internal.Token != ref.Token {
 			if cached {
 				// The cache may be behind another process: decide on the record.
@@ -247,7 +250,10 @@ func (s *Service) claim(ctx context.Context, msg jetstream.Msg, req ojs.FetchReq
 			return nil, nil
 		}
 		nj := s.activate(j, req, now)
-		if err := s.store.SetTimer(ctx, topology.TimerLease, nj.ID, nj.Internal.Token, nj.Internal.LeaseUntil.Time); err != nil {
+		deferral := s.leaseDeferral(nj.Internal.LeaseUntil.Sub(now))
+		if deferral > 0 {
+			nj.Internal.HeldAck, nj.Internal.HeldToken = msg.Reply(), ref.Token
+		} else if err := s.store.SetTimer(ctx, topology.TimerLease, nj.ID, nj.Internal.Token, nj.Internal.LeaseUntil.Time); err != nil {
 			return nil, err
 		}
 		nrev, err := s.store.Update(ctx, nj, rev)
@@ -260,7 +266,11 @@ func (s *Service) claim(ctx context.Context, msg jetstream.Msg, req ojs.FetchReq
 			return nil, err
 		}
 		s.records.put(nj, nrev)
-		_ = msg.Ack()
+		if deferral > 0 {
+			s.holdLease(nj, deferral)
+		} else {
+			_ = msg.Ack()
+		}
 		var wait time.Duration
 		if j.EnqueuedAt != nil {
 			wait = now.Sub(j.EnqueuedAt.Time)
@@ -291,6 +301,7 @@ func (s *Service) activate(j *ojs.Job, req ojs.FetchRequest, now time.Time) *ojs
 	}
 	nj.Internal.Token = jobstore.NewToken()
 	nj.Internal.LeaseUntil = ojs.NewTime(now.Add(vis))
+	clearHeld(nj)
 	return nj
 }
 

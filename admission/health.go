@@ -2,6 +2,7 @@ package admission
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/jetgate/jetgate/admission/ojs"
@@ -32,6 +33,17 @@ func (s *Service) Health(ctx context.Context) ojs.Health {
 }
 
 // RecentEvents returns recent lifecycle events.
+// A read that fails is tried once more: on a cluster, the short-lived
+// reader consumer can lose a race with the stream's own bookkeeping.
 func (s *Service) RecentEvents(ctx context.Context, q ojs.EventQuery) ([]ojs.Event, error) {
-	return s.events.Recent(ctx, q)
+	evs, err := s.events.Recent(ctx, q)
+	if err == nil || ctx.Err() != nil {
+		return evs, err
+	}
+	s.log.Warn("reading recent events failed, trying again", "error", err)
+	evs, err = s.events.Recent(ctx, q)
+	if err != nil {
+		return nil, fmt.Errorf("%w: recent events: %w", ojs.ErrUnavailable, err)
+	}
+	return evs, nil
 }

@@ -28,6 +28,7 @@ func (s *Service) Cancel(ctx context.Context, id string) (*ojs.Job, ojs.State, e
 		nj.CancelledAt = ojs.NewTime(s.now())
 		nj.Internal.Token = jobstore.NewToken()
 		nj.Internal.LeaseUntil = nil
+		clearHeld(nj)
 		return nj, nil, nil
 	})
 	if err != nil {
@@ -41,7 +42,7 @@ func (s *Service) Cancel(ctx context.Context, id string) (*ojs.Job, ojs.State, e
 	}
 	switch old.State {
 	case ojs.StateActive:
-		s.store.CancelTimer(topology.TimerLease, id)
+		s.releaseLease(old)
 	case ojs.StateScheduled, ojs.StateRetryable:
 		s.store.CancelTimer(topology.TimerDue, id)
 	}
@@ -76,6 +77,7 @@ func (s *Service) ready(j *ojs.Job, now time.Time) *ojs.Job {
 	nj.NextAttemptAt = nil
 	nj.Internal.Token = jobstore.NewToken()
 	nj.Internal.LeaseUntil = nil
+	clearHeld(nj)
 	nj.Internal.Subject = topology.ReadySubject(nj.Queue, nj.Priority)
 	return nj
 }

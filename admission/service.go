@@ -102,6 +102,7 @@ type Service struct {
 	queues  *queueCache
 	stats   *statsAgg
 	records *recordCache
+	leases  deferredLeases
 
 	consumers sync.Map // consumer name -> jetstream.Consumer
 	pullers   sync.Map // queue name -> *puller
@@ -184,6 +185,7 @@ func (s *Service) Stop() {
 	s.mu.Unlock()
 	cc.Drain()
 	<-cc.Closed()
+	s.leases.stop()
 	cancel()
 	s.wg.Wait()
 }

@@ -508,3 +508,105 @@ func TestFinishedRecordsExpireAfterRetention(t *testing.T) {
 		t.Fatalf("discarded record must outlive the completed retention: %v %v", j, err)
 	}
 }
+
+// leaseTimer returns the token of the lease schedule of a job, "" if none.
+func leaseTimer(t *testing.T, js jetstream.JetStream, id string) string {
+	t.Helper()
+	st, err := js.Stream(testCtx(t), topology.TimerStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := st.GetLastMsgForSubject(testCtx(t), topology.TimerSchedule(topology.TimerLease, id))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return ""
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m.Header.Get("Ojs-Token")
+}
+
+// A job that finishes well within its visibility timeout costs no lease
+// timer: the held ready message is its backstop meanwhile.
+func TestFastJobWritesNoLeaseTimer(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := testCtx(t)
+	j := enqueue(t, b, `{"type":"t.a","args":[]}`)
+	got := fetch1(t, b, "default")
+	if got == nil || got.Internal.HeldAck == "" {
+		t.Fatalf("claim with the default 30s visibility should hold its ready message: %+v", got)
+	}
+	if tok := leaseTimer(t, b.js, j.ID); tok != "" {
+		t.Fatalf("lease timer written at claim: %s", tok)
+	}
+	if _, err := b.svc.Ack(ctx, ojs.AckRequest{JobID: j.ID}); err != nil {
+		t.Fatal(err)
+	}
+	// The held message was acked: nothing of the job is left in OJS_READY.
+	st, err := b.js.Stream(ctx, topology.ReadyStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		info, err := st.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.State.Msgs == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ready message of an acked job still held: %d msgs", info.State.Msgs)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// A job still active after the lease deferral gets its lease timer, and a
+// silent worker's job stalls at its visibility timeout (decision 6).
+func TestDeferredLeaseIsWrittenAndStalls(t *testing.T) {
+	t.Parallel()
+	s := natstest.RunServer(t)
+	_, js := natstest.Connect(t, s)
+	b := setupCfg(t, js, admission.Config{DefaultVisibilityTimeout: 3 * time.Second, ClaimAckWait: 3 * time.Second})
+	j := enqueue(t, b, `{"type":"t.a","args":[],"options":{"retry":{"max_attempts":3,"initial_interval_ms":100,"jitter":false}}}`)
+	got := fetch1(t, b, "default")
+	if got == nil || got.Internal.HeldAck == "" {
+		t.Fatalf("claim should defer its lease: %+v", got)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for leaseTimer(t, js, j.ID) != got.Internal.Token {
+		if time.Now().After(deadline) {
+			t.Fatal("deferred lease timer never written")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	back := waitFetch(t, b, "default", 15*time.Second)
+	if back.ID != j.ID || back.Attempt != 2 || back.Errors[0].Type != "stalled" {
+		t.Fatalf("stalled job: %+v", back)
+	}
+}
+
+// The claiming process dies before writing the lease: the held ready
+// message comes back to another process, which writes the lease with the
+// original deadline, and the job stalls instead of staying active forever.
+func TestLeaseSurvivesClaimingProcess(t *testing.T) {
+	t.Parallel()
+	s := natstest.RunServer(t)
+	cfg := admission.Config{DefaultVisibilityTimeout: 3 * time.Second, ClaimAckWait: 3 * time.Second}
+	_, js1 := natstest.Connect(t, s)
+	a := setupCfg(t, js1, cfg)
+	_, js2 := natstest.Connect(t, s)
+	b := setupCfg(t, js2, cfg)
+	j := enqueue(t, a, `{"type":"t.a","args":[],"options":{"retry":{"max_attempts":3,"initial_interval_ms":100,"jitter":false}}}`)
+	if got := fetch1(t, a, "default"); got == nil || got.ID != j.ID {
+		t.Fatalf("fetch: %v", got)
+	}
+	a.svc.Stop() // dies before its deferred lease write (1 s)
+	back := waitFetch(t, b, "default", 20*time.Second)
+	if back.ID != j.ID || back.Attempt != 2 || back.Errors[0].Type != "stalled" {
+		t.Fatalf("job of the dead process: %+v", back)
+	}
+}

@@ -89,7 +89,7 @@ func (s *Service) due(ctx context.Context, ref jobstore.MsgRef) error {
 // counts, and the job is retried or discarded with error type "stalled"
 // (spec decision 6).
 func (s *Service) leaseExpired(ctx context.Context, ref jobstore.MsgRef) error {
-	nj, _, err := s.transition(ctx, ref.JobID, func(j *ojs.Job) (*ojs.Job, func(context.Context, *ojs.Job) error, error) {
+	nj, old, err := s.transition(ctx, ref.JobID, func(j *ojs.Job) (*ojs.Job, func(context.Context, *ojs.Job) error, error) {
 		if j.State != ojs.StateActive || j.Internal.Token != ref.Token {
 			return nil, nil, errStale
 		}
@@ -105,6 +105,8 @@ func (s *Service) leaseExpired(ctx context.Context, ref jobstore.MsgRef) error {
 	if err != nil {
 		return err
 	}
+	s.leases.cancel(old.ID)
+	s.store.AckHeld(old.Internal.HeldAck)
 	s.log.Info("job stalled", "job", nj.ID, "queue", nj.Queue, "state", nj.State)
 	s.afterFailure(ctx, nj)
 	return nil

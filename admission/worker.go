@@ -13,7 +13,7 @@ import (
 // Ack completes an active job. A job that is not active (already acked,
 // stalled, cancelled) is a StateError: 409 for the worker.
 func (s *Service) Ack(ctx context.Context, req ojs.AckRequest) (*ojs.AckResult, error) {
-	nj, _, err := s.transition(ctx, req.JobID, func(j *ojs.Job) (*ojs.Job, func(context.Context, *ojs.Job) error, error) {
+	nj, old, err := s.transition(ctx, req.JobID, func(j *ojs.Job) (*ojs.Job, func(context.Context, *ojs.Job) error, error) {
 		if j.State != ojs.StateActive {
 			return nil, nil, &ojs.StateError{JobID: j.ID, Current: j.State, Expected: ojs.StateActive, Op: "acknowledge"}
 		}
@@ -26,12 +26,13 @@ func (s *Service) Ack(ctx context.Context, req ojs.AckRequest) (*ojs.AckResult, 
 		}
 		nj.Internal.Token = jobstore.NewToken()
 		nj.Internal.LeaseUntil = nil
+		clearHeld(nj)
 		return nj, nil, nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	s.store.CancelTimer(topology.TimerLease, nj.ID)
+	s.releaseLease(old)
 	var d time.Duration
 	if nj.StartedAt != nil {
 		d = nj.CompletedAt.Sub(nj.StartedAt.Time)
@@ -50,7 +51,7 @@ func (s *Service) Ack(ctx context.Context, req ojs.AckRequest) (*ojs.AckResult, 
 // discarded (dead letter) when attempts are exhausted or the error is not
 // retryable.
 func (s *Service) Nack(ctx context.Context, req ojs.NackRequest) (*ojs.NackResult, error) {
-	nj, _, err := s.transition(ctx, req.JobID, func(j *ojs.Job) (*ojs.Job, func(context.Context, *ojs.Job) error, error) {
+	nj, old, err := s.transition(ctx, req.JobID, func(j *ojs.Job) (*ojs.Job, func(context.Context, *ojs.Job) error, error) {
 		if j.State != ojs.StateActive {
 			return nil, nil, &ojs.StateError{JobID: j.ID, Current: j.State, Expected: ojs.StateActive, Op: "fail"}
 		}
@@ -60,7 +61,7 @@ func (s *Service) Nack(ctx context.Context, req ojs.NackRequest) (*ojs.NackResul
 	if err != nil {
 		return nil, err
 	}
-	s.store.CancelTimer(topology.TimerLease, nj.ID)
+	s.releaseLease(old)
 	s.afterFailure(ctx, nj)
 	res := &ojs.NackResult{JobID: nj.ID, State: nj.State, Attempt: nj.Attempt, MaxAttempts: nj.MaxAttempts}
 	if nj.State == ojs.StateRetryable {
@@ -91,6 +92,7 @@ func (s *Service) failed(j *ojs.Job, e ojs.JobError) (*ojs.Job, func(context.Con
 	nj.MaxAttempts = maxAttempts
 	nj.Internal.Token = jobstore.NewToken()
 	nj.Internal.LeaseUntil = nil
+	clearHeld(nj)
 	retry := (e.Retryable == nil || *e.Retryable) && !policy.NonRetryable(e.Kind()) && j.Attempt < maxAttempts
 	if retry {
 		next := now.Add(policy.Delay(j.Attempt))

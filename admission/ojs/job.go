@@ -91,6 +91,12 @@ type Internal struct {
 	LeaseUntil *Time `json:"lease_until,omitempty"`
 	// Subject is the ready subject the job was last published on.
 	Subject string `json:"subject,omitempty"`
+	// HeldAck is the ack subject of the ready message an active job was
+	// claimed from, while that message is still held unacknowledged as the
+	// backstop of a lease timer not written yet; HeldToken is that
+	// message's token.
+	HeldAck   string `json:"held_ack,omitempty"`
+	HeldToken string `json:"held_token,omitempty"`
 }
 
 // JobError is the error object of a failed attempt (ojs-core.md section 8,

@@ -174,6 +174,53 @@ func (s *Store) CancelTimer(kind, id string) {
 	_ = s.nc.PublishMsg(m)
 }
 
+// AckHeld acknowledges a held ready message by its ack subject. Any
+// process may do it; it does not wait, since a lost ack only brings the
+// message back, where it is recognised as stale.
+func (s *Store) AckHeld(reply string) {
+	if reply != "" {
+		_ = s.nc.Publish(reply, []byte("+ACK"))
+	}
+}
+
+// EnsureTimer schedules a timer like SetTimer unless one carrying token is
+// already scheduled for the job (a heartbeat may have pushed it later).
+// The check and the write are one compare-and-swap on the schedule
+// subject's last sequence.
+func (s *Store) EnsureTimer(ctx context.Context, kind, id, token string, at time.Time) error {
+	subj := topology.TimerSchedule(kind, id)
+	for range 4 {
+		var last uint64
+		m, err := s.assets.Timers.GetLastMsgForSubject(ctx, subj)
+		switch {
+		case err == nil:
+			if m.Header.Get(HeaderToken) == token {
+				return nil
+			}
+			last = m.Sequence
+		case errors.Is(err, jetstream.ErrMsgNotFound):
+		default:
+			return fmt.Errorf("read %s timer of %s: %w", kind, id, unavailable(err))
+		}
+		msg := nats.NewMsg(subj)
+		msg.Header.Set(jetstream.ScheduleHeader, "@at "+at.UTC().Format(time.RFC3339Nano))
+		msg.Header.Set(jetstream.ScheduleTargetHeader, topology.TimerFired(kind))
+		msg.Header.Set(HeaderJobID, id)
+		msg.Header.Set(HeaderToken, token)
+		msg.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(last, 10))
+		_, err = s.js.PublishMsg(ctx, msg)
+		if err == nil {
+			return nil
+		}
+		var apiErr *jetstream.APIError
+		if !errors.As(err, &apiErr) || (apiErr.ErrorCode != jetstream.JSErrCodeStreamWrongLastSequence &&
+			apiErr.ErrorCode != jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
+			return fmt.Errorf("set %s timer of %s: %w", kind, id, unavailable(err))
+		}
+	}
+	return fmt.Errorf("set %s timer of %s: %w", kind, id, ErrConflict)
+}
+
 // MsgRef is the job a ready message or timer points at.
 type MsgRef struct {
 	JobID string

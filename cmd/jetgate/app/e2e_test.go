@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -90,7 +92,8 @@ func startApp(t *testing.T, cfg app.Config) *app.Server {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	s, err := app.Start(ctx, cfg, nil)
+	lw := &testLog{t: t}
+	s, err := app.Start(ctx, cfg, slog.New(slog.NewTextHandler(lw, &slog.HandlerOptions{Level: slog.LevelError})))
 	if err != nil {
 		t.Fatalf("start jetgate: %v", err)
 	}
@@ -99,7 +102,29 @@ func startApp(t *testing.T, cfg app.Config) *app.Server {
 		defer cancel()
 		_ = s.Shutdown(ctx)
 	})
+	t.Cleanup(func() {
+		// Registered last, runs first: no logging after the test ends.
+		lw.mu.Lock()
+		lw.done = true
+		lw.mu.Unlock()
+	})
 	return s
+}
+
+// testLog forwards jetgate's error logs to the test log while the test runs.
+type testLog struct {
+	mu   sync.Mutex
+	t    *testing.T
+	done bool
+}
+
+func (l *testLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.done {
+		l.t.Logf("jetgate: %s", p)
+	}
+	return len(p), nil
 }
 
 func fetchOne(c client, queues ...string) map[string]any {

@@ -1,0 +1,167 @@
+package admission
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetgate/jetgate/admission/ojs"
+	"github.com/jetgate/jetgate/jetstream/topology"
+)
+
+// Leases of active jobs.
+//
+// An active job's visibility timeout is a lease timer in JetStream (a
+// message schedule on ojs.timer.lease.<job>). Most jobs finish in far less
+// than their visibility timeout, so writing that timer at claim time and
+// cancelling it at ack costs two writes for nothing. Instead, a claim keeps
+// the ready message it was claimed from unacknowledged: JetStream redelivers
+// it after the ready consumer's AckWait (ClaimAckWait) unless someone acks
+// it. The claiming process writes the lease timer only if the job is still
+// active after the lease deferral (a third of the shorter of the visibility
+// timeout and ClaimAckWait), then acks the message. A job that finishes
+// sooner just acks the message.
+//
+// If the claiming process dies first, the message comes back to a fetch,
+// which sees the job still active and claimed from that very message
+// (Internal.HeldToken) and writes the lease timer then, with the job's
+// original deadline, so a silent worker's job stalls as it would have.
+// The timer stays in JetStream either way: no lease lives only in memory.
+
+// leaseDeferral returns how long a claim may hold its ready message instead
+// of writing the lease timer; 0 means write it at once.
+func (s *Service) leaseDeferral(vis time.Duration) time.Duration {
+	d := min(vis, s.cfg.ClaimAckWait) / 3
+	if d < time.Second {
+		return 0
+	}
+	return d
+}
+
+// deferredLeases are this process's pending lease writes, by job id.
+type deferredLeases struct {
+	mu      sync.Mutex
+	timers  map[string]*time.Timer
+	stopped bool
+	wg      sync.WaitGroup
+}
+
+func (d *deferredLeases) add(id string, after time.Duration, f func()) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.stopped {
+		return // the held message's redelivery takes over
+	}
+	if d.timers == nil {
+		d.timers = map[string]*time.Timer{}
+	}
+	d.wg.Add(1)
+	d.timers[id] = time.AfterFunc(after, func() {
+		defer d.wg.Done()
+		d.mu.Lock()
+		delete(d.timers, id)
+		stopped := d.stopped
+		d.mu.Unlock()
+		if !stopped {
+			f()
+		}
+	})
+}
+
+// cancel drops the pending write of id, if this process has one.
+func (d *deferredLeases) cancel(id string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if t, ok := d.timers[id]; ok && t.Stop() {
+		delete(d.timers, id)
+		d.wg.Done()
+	}
+}
+
+// stop drops every pending write and waits for running ones.
+func (d *deferredLeases) stop() {
+	d.mu.Lock()
+	d.stopped = true
+	for id, t := range d.timers {
+		if t.Stop() {
+			d.wg.Done()
+		}
+		delete(d.timers, id)
+	}
+	d.mu.Unlock()
+	d.wg.Wait()
+}
+
+// holdLease keeps msg unacknowledged as the backstop of nj's lease and
+// schedules the lease write.
+func (s *Service) holdLease(nj *ojs.Job, after time.Duration) {
+	id, token := nj.ID, nj.Internal.Token
+	s.leases.add(id, after, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := s.secureLease(ctx, id, token); err != nil {
+			// The held message comes back after ClaimAckWait and the
+			// fetch that meets it writes the lease then.
+			s.log.Warn("lease write deferred to redelivery", "job", id, "error", err)
+		}
+	})
+}
+
+// secureLease writes the lease timer of an active job claimed with token,
+// unless one is there already, then releases the held ready message.
+func (s *Service) secureLease(ctx context.Context, id, token string) error {
+	j, _, err := s.store.Get(ctx, id)
+	if err != nil {
+		if isNotFound(err) {
+			return nil
+		}
+		return err
+	}
+	if j.State == ojs.StateActive && j.Internal.Token == token && j.Internal.LeaseUntil != nil {
+		if err := s.store.EnsureTimer(ctx, topology.TimerLease, id, token, j.Internal.LeaseUntil.Time); err != nil {
+			return err
+		}
+	}
+	s.store.AckHeld(j.Internal.HeldAck)
+	return nil
+}
+
+// releaseLease ends the lease of a job that left active: the held ready
+// message is acked, a pending deferred write dropped, and a lease timer
+// that may exist cancelled.
+func (s *Service) releaseLease(old *ojs.Job) {
+	s.leases.cancel(old.ID)
+	held := old.Internal.HeldAck != ""
+	s.store.AckHeld(old.Internal.HeldAck)
+	if held && old.StartedAt != nil && old.Internal.LeaseUntil != nil {
+		vis := old.Internal.LeaseUntil.Sub(old.StartedAt.Time)
+		if s.now().Sub(old.StartedAt.Time) < s.leaseDeferral(vis)/2 {
+			// No lease timer was written by the deferral yet; one written
+			// by an early heartbeat fires later as stale, harmlessly.
+			return
+		}
+	}
+	s.store.CancelTimer(topology.TimerLease, old.ID)
+}
+
+// redelivered handles a held ready message that came back because its
+// claiming process did not release it: the job is still active from that
+// claim, so its lease timer is written now (firing at once if the deadline
+// passed).
+func (s *Service) redelivered(ctx context.Context, j *ojs.Job, msg jetstream.Msg) error {
+	if j.Internal.LeaseUntil != nil {
+		if err := s.store.EnsureTimer(ctx, topology.TimerLease, j.ID, j.Internal.Token, j.Internal.LeaseUntil.Time); err != nil {
+			return err
+		}
+	}
+	_ = msg.Ack()
+	return nil
+}
+
+// clearHeld forgets the held message of a record that leaves active.
+func clearHeld(j *ojs.Job) {
+	j.Internal.HeldAck = ""
+	j.Internal.HeldToken = ""
+}
