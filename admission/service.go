@@ -30,8 +30,11 @@ type Config struct {
 	// DefaultVisibilityTimeout reserves a fetched job when neither the
 	// fetch nor the job sets one (binding default 30 s).
 	DefaultVisibilityTimeout time.Duration
-	// ClaimAckWait is how long a ready message may sit claimed by a
-	// crashed jetgate process before JetStream hands it out again.
+	// ClaimAckWait is the ready consumers' AckWait: how long a claimed
+	// ready message may stay unacknowledged before JetStream hands it out
+	// again. It bounds how long a claim may defer writing its lease timer
+	// (a third of it), and so how late a job claimed by a process that
+	// died is noticed (see lease.go).
 	ClaimAckWait time.Duration
 	// ConsumerIdle removes a priority level's consumer after this long
 	// without fetches.
