@@ -105,9 +105,9 @@ func (c Config) validate() error {
 	for i, uri := range c.Extensions {
 		switch {
 		case uri == "":
-			errs = append(errs, fmt.Errorf("Extensions[%d] is empty", i))
+			errs = append(errs, fmt.Errorf("config field Extensions[%d] is empty", i))
 		case seen[uri]:
-			errs = append(errs, fmt.Errorf("Extensions[%d] %q is listed twice", i, uri))
+			errs = append(errs, fmt.Errorf("config field Extensions[%d] %q is listed twice", i, uri))
 		}
 		seen[uri] = true
 	}
