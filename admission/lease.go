@@ -20,8 +20,8 @@ import (
 // the ready message it was claimed from unacknowledged: JetStream redelivers
 // it after the ready consumer's AckWait (ClaimAckWait) unless someone acks
 // it. The claiming process writes the lease timer only if the job is still
-// active after the lease deferral (a third of the shorter of the visibility
-// timeout and ClaimAckWait), then acks the message. A job that finishes
+// active after the lease deferral (a third of ClaimAckWait), then acks the
+// message. Visibility timeouts shorter than ClaimAckWait are not deferred. A job that finishes
 // sooner just acks the message.
 //
 // If the claiming process dies first, the message comes back to a fetch,
@@ -31,10 +31,13 @@ import (
 // The timer stays in JetStream either way: no lease lives only in memory.
 
 // leaseDeferral returns how long a claim may hold its ready message instead
-// of writing the lease timer; 0 means write it at once.
+// of writing the lease timer; 0 means write it at once. Only a visibility
+// timeout at least as long as ClaimAckWait can be deferred: the held
+// message of a claiming process that died comes back after ClaimAckWait,
+// and the lease it then writes must still fire on time.
 func (s *Service) leaseDeferral(vis time.Duration) time.Duration {
-	d := min(vis, s.cfg.ClaimAckWait) / 3
-	if d < time.Second {
+	d := s.cfg.ClaimAckWait / 3
+	if vis < s.cfg.ClaimAckWait || d < time.Second {
 		return 0
 	}
 	return d

@@ -195,7 +195,7 @@ func TestNonRetryableErrorDiscardsAtOnce(t *testing.T) {
 func TestScheduledJobBecomesAvailable(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	at := time.Now().Add(1500 * time.Millisecond).UTC().Format(time.RFC3339Nano)
+	at := time.Now().Add(3 * time.Second).UTC().Format(time.RFC3339Nano)
 	j := enqueue(t, b, `{"type":"t.a","args":[],"scheduled_at":"`+at+`"}`)
 	if j.State != ojs.StateScheduled {
 		t.Fatalf("state %s, want scheduled", j.State)
@@ -235,18 +235,20 @@ func TestHeartbeatExtendsVisibility(t *testing.T) {
 	b := setup(t)
 	ctx := testCtx(t)
 	j := enqueue(t, b, `{"type":"t.a","args":[]}`)
-	if _, err := b.svc.Fetch(ctx, ojs.FetchRequest{Queues: []string{"default"}, WorkerID: "w1", VisibilityTimeout: time.Second}); err != nil {
+	// Generous bounds for a loaded machine: a 2 s visibility timeout,
+	// heartbeats every 250 ms, for 3 s in all.
+	if _, err := b.svc.Fetch(ctx, ojs.FetchRequest{Queues: []string{"default"}, WorkerID: "w1", VisibilityTimeout: 2 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
-	for range 4 {
-		res, err := b.svc.Heartbeat(ctx, ojs.HeartbeatRequest{WorkerID: "w1", JobIDs: []string{j.ID}, VisibilityTimeout: time.Second})
+	for range 12 {
+		res, err := b.svc.Heartbeat(ctx, ojs.HeartbeatRequest{WorkerID: "w1", JobIDs: []string{j.ID}, VisibilityTimeout: 2 * time.Second})
 		if err != nil || len(res.Extended) != 1 || res.State != ojs.WorkerRunning {
 			t.Fatalf("heartbeat: %v %+v", err, res)
 		}
-		time.Sleep(500 * time.Millisecond)
+		time.Sleep(250 * time.Millisecond)
 	}
 	if _, err := b.svc.Ack(ctx, ojs.AckRequest{JobID: j.ID}); err != nil {
-		t.Fatalf("ack after 2s of heartbeats with a 1s visibility timeout: %v", err)
+		t.Fatalf("ack after 3s of heartbeats with a 2s visibility timeout: %v", err)
 	}
 }
 
@@ -570,7 +572,9 @@ func TestDeferredLeaseIsWrittenAndStalls(t *testing.T) {
 	t.Parallel()
 	s := natstest.RunServer(t)
 	_, js := natstest.Connect(t, s)
-	b := setupCfg(t, js, admission.Config{DefaultVisibilityTimeout: 3 * time.Second, ClaimAckWait: 3 * time.Second})
+	// Deferral is 2 s and the job stalls at 6 s: a 4 s window to see the
+	// lease timer written.
+	b := setupCfg(t, js, admission.Config{DefaultVisibilityTimeout: 6 * time.Second, ClaimAckWait: 6 * time.Second})
 	j := enqueue(t, b, `{"type":"t.a","args":[],"options":{"retry":{"max_attempts":3,"initial_interval_ms":100,"jitter":false}}}`)
 	got := fetch1(t, b, "default")
 	if got == nil || got.Internal.HeldAck == "" {
@@ -583,7 +587,7 @@ func TestDeferredLeaseIsWrittenAndStalls(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	back := waitFetch(t, b, "default", 15*time.Second)
+	back := waitFetch(t, b, "default", 20*time.Second)
 	if back.ID != j.ID || back.Attempt != 2 || back.Errors[0].Type != "stalled" {
 		t.Fatalf("stalled job: %+v", back)
 	}

@@ -329,9 +329,9 @@ func TestRestartKeepsJobs(t *testing.T) {
 		r := c.must(201, "POST", "/ojs/v1/jobs", map[string]any{"type": "t.x", "args": []any{i}, "options": map[string]any{"queue": "r"}})
 		ids = append(ids, obj(r["job"])["id"].(string))
 	}
-	sched := c.must(201, "POST", "/ojs/v1/jobs", map[string]any{"type": "t.x", "args": []any{}, "scheduled_at": time.Now().Add(3 * time.Second).UTC().Format(time.RFC3339Nano), "queue": "r2"})
+	sched := c.must(201, "POST", "/ojs/v1/jobs", map[string]any{"type": "t.x", "args": []any{}, "scheduled_at": time.Now().Add(4 * time.Second).UTC().Format(time.RFC3339Nano), "queue": "r2"})
 	schedID := obj(sched["job"])["id"].(string)
-	active := c.must(200, "POST", "/ojs/v1/workers/fetch", map[string]any{"queues": []string{"r"}, "visibility_timeout_ms": 2000})
+	active := c.must(200, "POST", "/ojs/v1/workers/fetch", map[string]any{"queues": []string{"r"}, "visibility_timeout_ms": 5000})
 	activeID := obj(list(active["jobs"])[0])["id"].(string)
 	s1.Kill()
 
@@ -355,7 +355,7 @@ func TestRestartKeepsJobs(t *testing.T) {
 		}
 		got[j["id"].(string)] = true
 	}
-	back := waitFetch(c, 15*time.Second, "r")
+	back := waitFetch(c, 25*time.Second, "r")
 	if back["id"] != activeID || back["attempt"] != float64(2) {
 		t.Fatalf("active job after its visibility timeout: %v", back)
 	}
