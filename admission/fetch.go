@@ -125,7 +125,7 @@ func (s *Service) pull(ctx context.Context, queue string, want int) ([]jetstream
 func (s *Service) levels(ctx context.Context, queue string) ([]int, error) {
 	info, err := s.assets.Ready.Info(ctx, jetstream.WithSubjectFilter(topology.ReadyQueueFilter(queue)))
 	if err != nil {
-		return nil, fmt.Errorf("ready levels of %s: %w", queue, asUnavailable(err))
+		return nil, fmt.Errorf("ready levels of %s: %w", queue, jobstore.Unavailable(err))
 	}
 	levels := make([]int, 0, len(info.State.Subjects))
 	for subj, n := range info.State.Subjects {
@@ -169,7 +169,7 @@ func (s *Service) fetchLevel(ctx context.Context, queue string, prio, want int) 
 		s.consumers.Delete(topology.ReadyConsumer(queue, prio))
 		lastErr = err
 	}
-	return nil, fmt.Errorf("fetch %s/%d: %w", queue, prio, asUnavailable(lastErr))
+	return nil, fmt.Errorf("fetch %s/%d: %w", queue, prio, jobstore.Unavailable(lastErr))
 }
 
 // consumer returns the durable pull consumer of a queue level, creating it
@@ -190,7 +190,7 @@ func (s *Service) consumer(ctx context.Context, queue string, prio int) (jetstre
 		InactiveThreshold: s.cfg.ConsumerIdle,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("consumer %s: %w", name, asUnavailable(err))
+		return nil, fmt.Errorf("consumer %s: %w", name, jobstore.Unavailable(err))
 	}
 	s.consumers.Store(name, c)
 	return c, nil
@@ -336,12 +336,4 @@ func (s *Service) expire(ctx context.Context, j *ojs.Job, rev uint64) error {
 	s.met.JobExpired(ctx, nj.Queue, nj.Type)
 	s.events.PublishJob(EventJobExpired, nj, nil)
 	return nil
-}
-
-func asUnavailable(err error) error {
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
-		errors.Is(err, jetstream.ErrNoStreamResponse) {
-		return fmt.Errorf("%w: %w", ojs.ErrUnavailable, err)
-	}
-	return err
 }

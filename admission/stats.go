@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetgate/jetgate/admission/ojs"
+	"github.com/jetgate/jetgate/jetstream/jobstore"
 	"github.com/jetgate/jetgate/jetstream/topology"
 )
 
@@ -190,7 +191,7 @@ func (s *Service) counter(ctx context.Context, queue, name string) (int64, error
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			return 0, nil
 		}
-		return 0, fmt.Errorf("read counter %s/%s: %w", queue, name, asUnavailable(err))
+		return 0, fmt.Errorf("read counter %s/%s: %w", queue, name, jobstore.Unavailable(err))
 	}
 	var v struct {
 		Val string `json:"val"`
@@ -207,7 +208,7 @@ func (s *Service) recentSamples(ctx context.Context, queue string) (hour, minute
 	subj := topology.StatSubject(queue)
 	info, err := s.assets.Stats.Info(ctx, jetstream.WithSubjectFilter(subj))
 	if err != nil {
-		return hour, minute, fmt.Errorf("stats of %s: %w", queue, asUnavailable(err))
+		return hour, minute, fmt.Errorf("stats of %s: %w", queue, jobstore.Unavailable(err))
 	}
 	if info.State.Subjects[subj] == 0 {
 		return hour, minute, nil
@@ -219,12 +220,12 @@ func (s *Service) recentSamples(ctx context.Context, queue string) (hour, minute
 		OptStartTime:   ptr(now.Add(-topology.StatWindow)),
 	})
 	if err != nil {
-		return hour, minute, fmt.Errorf("stats of %s: %w", queue, asUnavailable(err))
+		return hour, minute, fmt.Errorf("stats of %s: %w", queue, jobstore.Unavailable(err))
 	}
 	for {
 		batch, err := cons.Fetch(500, jetstream.FetchMaxWait(500*time.Millisecond))
 		if err != nil {
-			return hour, minute, fmt.Errorf("stats of %s: %w", queue, asUnavailable(err))
+			return hour, minute, fmt.Errorf("stats of %s: %w", queue, jobstore.Unavailable(err))
 		}
 		var last uint64 = 1
 		n := 0

@@ -3,7 +3,6 @@ package jobstore
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 
@@ -62,7 +61,7 @@ func (s *Store) CreateBatch(ctx context.Context, jobs []*ojs.Job) error {
 			}
 		default:
 			if err := s.nc.PublishMsg(m); err != nil {
-				return fmt.Errorf("publish batch: %w", unavailable(err))
+				return fmt.Errorf("publish batch: %w", Unavailable(err))
 			}
 		}
 	}
@@ -76,7 +75,7 @@ type pubAckResponse struct {
 func (s *Store) batchRequest(ctx context.Context, m *nats.Msg) error {
 	resp, err := s.nc.RequestMsgWithContext(ctx, m)
 	if err != nil {
-		return fmt.Errorf("batch publish: %w", unavailable(err))
+		return fmt.Errorf("batch publish: %w", Unavailable(err))
 	}
 	if len(resp.Data) == 0 {
 		return nil
@@ -94,9 +93,7 @@ func (s *Store) batchRequest(ctx context.Context, m *nats.Msg) error {
 // batchFailed turns a rejected batch into the error the caller should see:
 // a DuplicateError for the first id that already exists, else err.
 func (s *Store) batchFailed(ctx context.Context, jobs []*ojs.Job, err error) error {
-	var apiErr *jetstream.APIError
-	if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
-		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
+	if wrongLastSeq(err) {
 		for _, j := range jobs {
 			if _, err := s.assets.Jobs.Get(ctx, j.ID); err == nil {
 				return &ojs.DuplicateError{ExistingID: j.ID}
@@ -116,7 +113,7 @@ func (s *Store) PublishReadyBatch(ctx context.Context, jobs []*ojs.Job) error {
 	for _, j := range jobs {
 		f, err := s.js.PublishMsgAsync(ReadyMsg(j))
 		if err != nil {
-			return fmt.Errorf("publish ready %s: %w", j.ID, unavailable(err))
+			return fmt.Errorf("publish ready %s: %w", j.ID, Unavailable(err))
 		}
 		futures = append(futures, f)
 	}
@@ -124,9 +121,9 @@ func (s *Store) PublishReadyBatch(ctx context.Context, jobs []*ojs.Job) error {
 		select {
 		case <-f.Ok():
 		case err := <-f.Err():
-			return fmt.Errorf("publish ready: %w", unavailable(err))
+			return fmt.Errorf("publish ready: %w", Unavailable(err))
 		case <-ctx.Done():
-			return fmt.Errorf("publish ready: %w", unavailable(ctx.Err()))
+			return fmt.Errorf("publish ready: %w", Unavailable(ctx.Err()))
 		}
 	}
 	return nil

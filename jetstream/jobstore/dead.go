@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -27,7 +28,7 @@ type DeadEntry struct {
 func (s *Store) PutDead(ctx context.Context, e DeadEntry) error {
 	b, _ := json.Marshal(e)
 	if _, err := s.assets.Dead.Put(ctx, topology.DeadKey(e.Queue, e.JobID), b); err != nil {
-		return fmt.Errorf("index dead job %s: %w", e.JobID, unavailable(err))
+		return fmt.Errorf("index dead job %s: %w", e.JobID, Unavailable(err))
 	}
 	return nil
 }
@@ -36,7 +37,7 @@ func (s *Store) PutDead(ctx context.Context, e DeadEntry) error {
 func (s *Store) DeleteDead(ctx context.Context, queue, id string) error {
 	err := s.assets.Dead.Purge(ctx, topology.DeadKey(queue, id))
 	if err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
-		return fmt.Errorf("unindex dead job %s: %w", id, unavailable(err))
+		return fmt.Errorf("unindex dead job %s: %w", id, Unavailable(err))
 	}
 	return nil
 }
@@ -53,11 +54,11 @@ func (s *Store) DeadKeys(ctx context.Context, queue string) ([]DeadKey, error) {
 		if errors.Is(err, jetstream.ErrNoKeysFound) {
 			return nil, nil
 		}
-		return nil, fmt.Errorf("list dead letter: %w", unavailable(err))
+		return nil, fmt.Errorf("list dead letter: %w", Unavailable(err))
 	}
 	var keys []DeadKey
 	for k := range lister.Keys() {
-		qt, idt, ok := cut(k)
+		qt, idt, ok := strings.Cut(k, ".")
 		if !ok {
 			continue
 		}
@@ -68,15 +69,7 @@ func (s *Store) DeadKeys(ctx context.Context, queue string) ([]DeadKey, error) {
 		}
 		keys = append(keys, DeadKey{Queue: q, JobID: id})
 	}
-	slices.SortFunc(keys, func(a, b DeadKey) int {
-		if a.JobID < b.JobID {
-			return -1
-		}
-		if a.JobID > b.JobID {
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(keys, func(a, b DeadKey) int { return strings.Compare(a.JobID, b.JobID) })
 	return keys, nil
 }
 
@@ -84,13 +77,4 @@ func (s *Store) DeadKeys(ctx context.Context, queue string) ([]DeadKey, error) {
 type DeadKey struct {
 	Queue string
 	JobID string
-}
-
-func cut(k string) (string, string, bool) {
-	for i := 0; i < len(k); i++ {
-		if k[i] == '.' {
-			return k[:i], k[i+1:], true
-		}
-	}
-	return "", "", false
 }

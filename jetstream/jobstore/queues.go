@@ -25,7 +25,7 @@ func (s *Store) GetQueue(ctx context.Context, name string) (*QueueRecord, error)
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
 			return nil, &ojs.NotFoundError{Resource: "queue", ID: name}
 		}
-		return nil, fmt.Errorf("get queue %s: %w", name, unavailable(err))
+		return nil, fmt.Errorf("get queue %s: %w", name, Unavailable(err))
 	}
 	return decodeQueue(e)
 }
@@ -40,7 +40,7 @@ func (s *Store) CreateQueue(ctx context.Context, q ojs.QueueInfo) (*QueueRecord,
 	if errors.Is(err, jetstream.ErrKeyExists) {
 		return s.GetQueue(ctx, q.Name)
 	}
-	return nil, fmt.Errorf("create queue %s: %w", q.Name, unavailable(err))
+	return nil, fmt.Errorf("create queue %s: %w", q.Name, Unavailable(err))
 }
 
 // UpdateQueue writes q if it is still at q.Rev.
@@ -51,7 +51,7 @@ func (s *Store) UpdateQueue(ctx context.Context, q *QueueRecord) error {
 		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) {
 			return ErrConflict
 		}
-		return fmt.Errorf("update queue %s: %w", q.Name, unavailable(err))
+		return fmt.Errorf("update queue %s: %w", q.Name, Unavailable(err))
 	}
 	q.Rev = rev
 	return nil
@@ -61,7 +61,7 @@ func (s *Store) UpdateQueue(ctx context.Context, q *QueueRecord) error {
 func (s *Store) WatchQueues(ctx context.Context) (jetstream.KeyWatcher, error) {
 	w, err := s.assets.Queues.WatchAll(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("watch queues: %w", unavailable(err))
+		return nil, fmt.Errorf("watch queues: %w", Unavailable(err))
 	}
 	return w, nil
 }

@@ -52,7 +52,7 @@ func (s *Store) Get(ctx context.Context, id string) (*ojs.Job, uint64, error) {
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
 			return nil, 0, &ojs.NotFoundError{Resource: "job", ID: id}
 		}
-		return nil, 0, fmt.Errorf("get job %s: %w", id, unavailable(err))
+		return nil, 0, fmt.Errorf("get job %s: %w", id, Unavailable(err))
 	}
 	var j ojs.Job
 	if err := json.Unmarshal(e.Value(), &j); err != nil {
@@ -72,7 +72,7 @@ func (s *Store) Create(ctx context.Context, j *ojs.Job) (uint64, error) {
 		if errors.Is(err, jetstream.ErrKeyExists) {
 			return 0, &ojs.DuplicateError{ExistingID: j.ID}
 		}
-		return 0, fmt.Errorf("create job %s: %w", j.ID, unavailable(err))
+		return 0, fmt.Errorf("create job %s: %w", j.ID, Unavailable(err))
 	}
 	return rev, nil
 }
@@ -88,7 +88,7 @@ func (s *Store) Update(ctx context.Context, j *ojs.Job, rev uint64) (uint64, err
 		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) {
 			return 0, ErrConflict
 		}
-		return 0, fmt.Errorf("update job %s: %w", j.ID, unavailable(err))
+		return 0, fmt.Errorf("update job %s: %w", j.ID, Unavailable(err))
 	}
 	return nrev, nil
 }
@@ -111,12 +111,10 @@ func (s *Store) UpdateTTL(ctx context.Context, j *ojs.Job, rev uint64, ttl time.
 	m.Header.Set(jetstream.MsgTTLHeader, ttl.Round(time.Second).String())
 	ack, err := s.js.PublishMsg(ctx, m)
 	if err != nil {
-		var apiErr *jetstream.APIError
-		if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
-			apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
+		if wrongLastSeq(err) {
 			return 0, ErrConflict
 		}
-		return 0, fmt.Errorf("update job %s: %w", j.ID, unavailable(err))
+		return 0, fmt.Errorf("update job %s: %w", j.ID, Unavailable(err))
 	}
 	return ack.Sequence, nil
 }
@@ -127,7 +125,7 @@ func (s *Store) Delete(ctx context.Context, id string, rev uint64) error {
 		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) {
 			return ErrConflict
 		}
-		return fmt.Errorf("delete job %s: %w", id, unavailable(err))
+		return fmt.Errorf("delete job %s: %w", id, Unavailable(err))
 	}
 	return nil
 }
@@ -145,7 +143,7 @@ func ReadyMsg(j *ojs.Job) *nats.Msg {
 // waits for JetStream to store it.
 func (s *Store) PublishReady(ctx context.Context, j *ojs.Job) error {
 	if _, err := s.js.PublishMsg(ctx, ReadyMsg(j)); err != nil {
-		return fmt.Errorf("publish ready %s: %w", j.ID, unavailable(err))
+		return fmt.Errorf("publish ready %s: %w", j.ID, Unavailable(err))
 	}
 	return nil
 }
@@ -153,15 +151,20 @@ func (s *Store) PublishReady(ctx context.Context, j *ojs.Job) error {
 // SetTimer schedules a timer of kind for job id at time at, carrying token.
 // A later SetTimer of the same kind and job replaces it.
 func (s *Store) SetTimer(ctx context.Context, kind, id, token string, at time.Time) error {
+	if _, err := s.js.PublishMsg(ctx, timerMsg(kind, id, token, at)); err != nil {
+		return fmt.Errorf("set %s timer of %s: %w", kind, id, Unavailable(err))
+	}
+	return nil
+}
+
+// timerMsg is the schedule of a timer of kind for job id at time at.
+func timerMsg(kind, id, token string, at time.Time) *nats.Msg {
 	m := nats.NewMsg(topology.TimerSchedule(kind, id))
 	m.Header.Set(jetstream.ScheduleHeader, "@at "+at.UTC().Format(time.RFC3339Nano))
 	m.Header.Set(jetstream.ScheduleTargetHeader, topology.TimerFired(kind))
 	m.Header.Set(HeaderJobID, id)
 	m.Header.Set(HeaderToken, token)
-	if _, err := s.js.PublishMsg(ctx, m); err != nil {
-		return fmt.Errorf("set %s timer of %s: %w", kind, id, unavailable(err))
-	}
-	return nil
+	return m
 }
 
 // CancelTimer stops a pending timer early. It does not wait: a timer that
@@ -200,22 +203,16 @@ func (s *Store) EnsureTimer(ctx context.Context, kind, id, token string, at time
 			last = m.Sequence
 		case errors.Is(err, jetstream.ErrMsgNotFound):
 		default:
-			return fmt.Errorf("read %s timer of %s: %w", kind, id, unavailable(err))
+			return fmt.Errorf("read %s timer of %s: %w", kind, id, Unavailable(err))
 		}
-		msg := nats.NewMsg(subj)
-		msg.Header.Set(jetstream.ScheduleHeader, "@at "+at.UTC().Format(time.RFC3339Nano))
-		msg.Header.Set(jetstream.ScheduleTargetHeader, topology.TimerFired(kind))
-		msg.Header.Set(HeaderJobID, id)
-		msg.Header.Set(HeaderToken, token)
+		msg := timerMsg(kind, id, token, at)
 		msg.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(last, 10))
 		_, err = s.js.PublishMsg(ctx, msg)
 		if err == nil {
 			return nil
 		}
-		var apiErr *jetstream.APIError
-		if !errors.As(err, &apiErr) || (apiErr.ErrorCode != jetstream.JSErrCodeStreamWrongLastSequence &&
-			apiErr.ErrorCode != jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
-			return fmt.Errorf("set %s timer of %s: %w", kind, id, unavailable(err))
+		if !wrongLastSeq(err) {
+			return fmt.Errorf("set %s timer of %s: %w", kind, id, Unavailable(err))
 		}
 	}
 	return fmt.Errorf("set %s timer of %s: %w", kind, id, ErrConflict)
@@ -242,12 +239,23 @@ func validKey(id string) bool {
 	return !strings.ContainsAny(id, " \t\r\n*>.")
 }
 
-// unavailable marks transport failures so httpbind answers 503.
-func unavailable(err error) error {
+// Unavailable marks transport failures (closed connection, timeouts,
+// cancellation, no responders) as ojs.ErrUnavailable, so httpbind answers
+// 503 retryable; other errors pass through unchanged.
+func Unavailable(err error) error {
 	if errors.Is(err, nats.ErrConnectionClosed) || errors.Is(err, nats.ErrTimeout) ||
-		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrNoResponders) ||
-		errors.Is(err, jetstream.ErrNoStreamResponse) {
+		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
+		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) {
 		return fmt.Errorf("%w: %w", ojs.ErrUnavailable, err)
 	}
 	return err
+}
+
+// wrongLastSeq reports a publish refused because the subject's last
+// sequence was not the expected one: a lost compare-and-swap. Replicated
+// streams report it with a different code than single replicas.
+func wrongLastSeq(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
 }
