@@ -72,7 +72,7 @@ func (s *Service) initial(job *ojs.Job) *ojs.Job {
 	}
 	j.Attempt = 0
 	j.CreatedAt = ojs.NewTime(now)
-	j.Internal = ojs.Internal{Token: jobstore.NewToken(), Subject: topology.ReadySubject(j.Queue, j.Priority)}
+	j.Internal = ojs.Internal{Token: jobstore.NewToken()}
 	switch {
 	case j.Pending:
 		j.State = ojs.StatePending

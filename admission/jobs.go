@@ -78,7 +78,6 @@ func (s *Service) ready(j *ojs.Job, now time.Time) *ojs.Job {
 	nj.Internal.Token = jobstore.NewToken()
 	nj.Internal.LeaseUntil = nil
 	clearHeld(nj)
-	nj.Internal.Subject = topology.ReadySubject(nj.Queue, nj.Priority)
 	return nj
 }
 

@@ -89,8 +89,6 @@ type Internal struct {
 	Token string `json:"token,omitempty"`
 	// LeaseUntil is when an active job's visibility timeout expires.
 	LeaseUntil *Time `json:"lease_until,omitempty"`
-	// Subject is the ready subject the job was last published on.
-	Subject string `json:"subject,omitempty"`
 	// HeldAck is the ack subject of the ready message an active job was
 	// claimed from, while that message is still held unacknowledged as the
 	// backstop of a lease timer not written yet; HeldToken is that
