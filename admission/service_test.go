@@ -394,11 +394,24 @@ func TestQueueStatsCountsStates(t *testing.T) {
 	if c.Available != 1 || c.Active != 1 || c.Completed != 1 || c.Pending != 1 || c.CompletedLastHour != 1 {
 		t.Fatalf("stats: %+v", c)
 	}
-	// After the flush the numbers come from JetStream and stay the same.
-	time.Sleep(1500 * time.Millisecond)
-	st, err = b.svc.QueueStats(ctx, "s")
-	if err != nil || st.Stats.Available != 1 || st.Stats.Active != 1 || st.Stats.CompletedLastHour != 1 {
-		t.Fatalf("stats after flush: %v %+v", err, st)
+	// After a flush the numbers come from JetStream and stay the same.
+	// Counter increments and samples are published without waiting for
+	// acks, so poll until JetStream has applied them.
+	b.svc.FlushStats()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, err = b.svc.QueueStats(ctx, "s")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := st.Stats
+		if c.Available == 1 && c.Active == 1 && c.Completed == 1 && c.Pending == 1 && c.CompletedLastHour == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stats from JetStream after flush: %+v", c)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	if _, err := b.svc.QueueStats(ctx, "nope"); !errors.Is(err, ojs.ErrNotFound) {
 		t.Fatalf("unknown queue: %v", err)

@@ -139,26 +139,16 @@ func (s *Service) QueueStats(ctx context.Context, name string) (*ojs.QueueStats,
 		}
 		q = rec
 	}
-	local, localSample := s.stats.pending(name)
-	count := func(state ojs.State) (int64, error) {
-		n, err := s.counter(ctx, name, string(state))
-		return max(0, n+local[string(state)]), err
+	n, err := s.stateCounts(ctx, name, ojs.States)
+	if err != nil {
+		return nil, err
 	}
-	var c ojs.QueueStatsCounts
-	for _, f := range []struct {
-		st  ojs.State
-		dst *int64
-	}{
-		{ojs.StateAvailable, &c.Available}, {ojs.StateActive, &c.Active}, {ojs.StateScheduled, &c.Scheduled},
-		{ojs.StateRetryable, &c.Retryable}, {ojs.StatePending, &c.Pending}, {ojs.StateDiscarded, &c.Discarded},
-		{ojs.StateCompleted, &c.Completed}, {ojs.StateCancelled, &c.Cancelled},
-	} {
-		n, err := count(f.st)
-		if err != nil {
-			return nil, err
-		}
-		*f.dst = n
+	c := ojs.QueueStatsCounts{
+		Available: n[ojs.StateAvailable], Active: n[ojs.StateActive], Scheduled: n[ojs.StateScheduled],
+		Retryable: n[ojs.StateRetryable], Pending: n[ojs.StatePending], Discarded: n[ojs.StateDiscarded],
+		Completed: n[ojs.StateCompleted], Cancelled: n[ojs.StateCancelled],
 	}
+	_, localSample := s.stats.pending(name)
 	hour, minute, err := s.recentSamples(ctx, name)
 	if err != nil {
 		return nil, err
@@ -259,22 +249,26 @@ func ptr[T any](v T) *T { return &v }
 func (s *Service) StateDepths(ctx context.Context) map[string]map[ojs.State]int64 {
 	out := map[string]map[ojs.State]int64{}
 	for _, q := range s.queues.list() {
-		local, _ := s.stats.pending(q.Name)
-		m := make(map[ojs.State]int64, len(depthStates))
-		ok := true
-		for _, st := range depthStates {
-			n, err := s.counter(ctx, q.Name, string(st))
-			if err != nil {
-				ok = false
-				break
-			}
-			m[st] = max(0, n+local[string(st)])
-		}
-		if ok {
-			out[q.Name] = m
+		if n, err := s.stateCounts(ctx, q.Name, depthStates); err == nil {
+			out[q.Name] = n
 		}
 	}
 	return out
+}
+
+// stateCounts returns a queue's jobs in each of states: the counters in
+// JetStream plus this process's unflushed deltas, never below 0.
+func (s *Service) stateCounts(ctx context.Context, queue string, states []ojs.State) (map[ojs.State]int64, error) {
+	local, _ := s.stats.pending(queue)
+	out := make(map[ojs.State]int64, len(states))
+	for _, st := range states {
+		n, err := s.counter(ctx, queue, string(st))
+		if err != nil {
+			return nil, err
+		}
+		out[st] = max(0, n+local[string(st)])
+	}
+	return out, nil
 }
 
 // depthStates are the non-terminal states a queue's depth is reported for.
