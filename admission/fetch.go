@@ -202,90 +202,70 @@ func (s *Service) consumer(ctx context.Context, queue string, prio int) (jetstre
 const maxOrphanDeliveries = 5
 
 // claim turns one ready message into an active job, or returns nil when
-// the message is stale (the job moved on) or the job expired.
+// the message is stale (the job moved on) or the job expired. It is one
+// transition of the job; what happens to the message follows from the
+// outcome.
 func (s *Service) claim(ctx context.Context, msg jetstream.Msg, req ojs.FetchRequest) (*ojs.Job, error) {
 	ref, ok := jobstore.Ref(msg.Headers())
 	if !ok {
 		_ = msg.Term()
 		return nil, nil
 	}
-	fresh := false
-	for range maxCASRetries {
-		j, rev, cached, err := s.read(ctx, ref.JobID, !fresh)
-		if errors.Is(err, ojs.ErrNotFound) {
-			if !fresh && s.awaitCreate(ctx, ref.JobID) {
-				fresh = true
-				continue
-			}
-			s.orphan(msg)
-			return nil, nil
+	var deferral time.Duration
+	apply := func(j *ojs.Job) (*ojs.Job, func(context.Context, *ojs.Job) error, error) {
+		switch {
+		case j.State == ojs.StateActive && j.Internal.HeldToken == ref.Token:
+			return nil, nil, errRedelivered
+		case j.State != ojs.StateAvailable || j.Internal.Token != ref.Token:
+			return nil, nil, errStale
+		case j.ExpiresAt != nil && !s.now().Before(j.ExpiresAt.Time):
+			return s.expired(j)
 		}
-		if err != nil {
-			return nil, err
-		}
-		if j.State == ojs.StateActive && j.Internal.HeldToken == ref.Token && !cached {
-			return nil, s.redelivered(ctx, j, msg)
-		}
-		if j.State != ojs.StateAvailable || j.Internal.Token != ref.Token {
-			if cached {
-				// The cache may be behind another process: decide on the record.
-				fresh = true
-				continue
-			}
-			_ = msg.Ack()
-			return nil, nil
-		}
-		now := s.now()
-		if j.ExpiresAt != nil && !now.Before(j.ExpiresAt.Time) {
-			err := s.expire(ctx, j, rev)
-			if errors.Is(err, jobstore.ErrConflict) {
-				fresh = true
-				continue
-			}
-			if err != nil {
-				// Keep the message: the job is still available.
-				return nil, err
-			}
-			_ = msg.Ack()
-			return nil, nil
-		}
-		nj := s.activate(j, req, now)
-		deferral := s.leaseDeferral(nj.Internal.LeaseUntil.Sub(now))
+		nj := s.activate(j, req, s.now())
+		deferral = s.leaseDeferral(nj.Internal.LeaseUntil.Sub(nj.StartedAt.Time))
 		if deferral > 0 {
 			nj.Internal.HeldAck, nj.Internal.HeldToken = msg.Reply(), ref.Token
-		} else if err := s.store.SetTimer(ctx, topology.TimerLease, nj.ID, nj.Internal.Token, nj.Internal.LeaseUntil.Time); err != nil {
-			return nil, err
+			return nj, nil, nil
 		}
-		nrev, err := s.store.Update(ctx, nj, rev)
-		if err != nil {
-			if errors.Is(err, jobstore.ErrConflict) {
-				s.records.drop(nj.ID)
-				fresh = true
-				continue
-			}
-			return nil, err
-		}
-		s.records.put(nj, nrev)
-		if deferral > 0 {
-			s.holdLease(nj, deferral)
-		} else {
-			_ = msg.Ack()
-		}
-		var wait time.Duration
-		if j.EnqueuedAt != nil {
-			wait = now.Sub(j.EnqueuedAt.Time)
-		}
-		s.stats.move(nj.Queue, ojs.StateAvailable, ojs.StateActive)
-		s.stats.sample(nj.Queue, func(smp *statSample) {
-			smp.Started++
-			smp.WaitMs += wait.Milliseconds()
-		})
-		s.met.JobStarted(ctx, nj.Queue, nj.Type, nj.Attempt, wait)
-		s.events.PublishJob(EventJobStarted, nj, nil)
-		return nj, nil
+		return nj, func(ctx context.Context, nj *ojs.Job) error {
+			return s.store.SetTimer(ctx, topology.TimerLease, nj.ID, nj.Internal.Token, nj.Internal.LeaseUntil.Time)
+		}, nil
 	}
-	return nil, fmt.Errorf("%w: job %s kept changing", ojs.ErrConflict, ref.JobID)
+	nj, old, err := s.transition(ctx, ref.JobID, apply)
+	if isNotFound(err) && s.awaitCreate(ctx, ref.JobID) {
+		nj, old, err = s.transition(ctx, ref.JobID, apply)
+	}
+	switch {
+	case isNotFound(err):
+		s.orphan(msg)
+		return nil, nil
+	case errors.Is(err, errRedelivered):
+		return nil, s.redelivered(ctx, old, msg)
+	case errors.Is(err, errStale):
+		_ = msg.Ack()
+		return nil, nil
+	case err != nil:
+		// The message is put back: the job is still available.
+		return nil, err
+	case nj.State == ojs.StateDiscarded:
+		_ = msg.Ack()
+		s.stats.move(nj.Queue, old.State, nj.State)
+		s.met.JobExpired(ctx, nj.Queue, nj.Type)
+		s.events.PublishJob(EventJobExpired, nj, nil)
+		return nil, nil
+	}
+	if deferral > 0 {
+		s.holdLease(nj, deferral)
+	} else {
+		_ = msg.Ack()
+	}
+	s.recordStart(ctx, old, nj, nj.StartedAt.Time)
+	return nj, nil
 }
+
+// errRedelivered marks a held ready message that came back while its job
+// is still active from the claim that held it.
+var errRedelivered = errors.New("held ready message redelivered")
 
 // activate computes the active record of a claimed job.
 func (s *Service) activate(j *ojs.Job, req ojs.FetchRequest, now time.Time) *ojs.Job {
@@ -318,22 +298,31 @@ func (s *Service) orphan(msg jetstream.Msg) {
 	_ = msg.TermWithReason("job record does not exist")
 }
 
-// expire discards a job whose expires_at passed before it could start.
-func (s *Service) expire(ctx context.Context, j *ojs.Job, rev uint64) error {
+// expired computes the discarded record of a job whose expires_at passed
+// before it could start; the dead letter index entry goes first.
+func (s *Service) expired(j *ojs.Job) (*ojs.Job, func(context.Context, *ojs.Job) error, error) {
 	now := s.now()
 	nj := j.Clone()
 	nj.State = ojs.StateDiscarded
 	nj.DiscardedAt = ojs.NewTime(now)
 	nj.Error = &ojs.JobError{Code: "expired", Type: "expired", Message: "job expired at " + j.ExpiresAt.String() + " before it could start", At: ojs.NewTime(now)}
 	nj.Internal.Token = jobstore.NewToken()
-	if err := s.store.PutDead(ctx, jobstore.DeadEntry{JobID: j.ID, Queue: j.Queue, DiscardedAt: nj.DiscardedAt}); err != nil {
-		return err
+	return nj, func(ctx context.Context, nj *ojs.Job) error {
+		return s.store.PutDead(ctx, jobstore.DeadEntry{JobID: nj.ID, Queue: nj.Queue, DiscardedAt: nj.DiscardedAt})
+	}, nil
+}
+
+// recordStart records a claim in the stats, metrics and events.
+func (s *Service) recordStart(ctx context.Context, j, nj *ojs.Job, now time.Time) {
+	var wait time.Duration
+	if j.EnqueuedAt != nil {
+		wait = now.Sub(j.EnqueuedAt.Time)
 	}
-	if _, err := s.write(ctx, nj, rev); err != nil {
-		return err
-	}
-	s.stats.move(nj.Queue, j.State, nj.State)
-	s.met.JobExpired(ctx, nj.Queue, nj.Type)
-	s.events.PublishJob(EventJobExpired, nj, nil)
-	return nil
+	s.stats.move(nj.Queue, ojs.StateAvailable, ojs.StateActive)
+	s.stats.sample(nj.Queue, func(smp *statSample) {
+		smp.Started++
+		smp.WaitMs += wait.Milliseconds()
+	})
+	s.met.JobStarted(ctx, nj.Queue, nj.Type, nj.Attempt, wait)
+	s.events.PublishJob(EventJobStarted, nj, nil)
 }

@@ -627,3 +627,28 @@ func TestLeaseSurvivesClaimingProcess(t *testing.T) {
 		t.Fatalf("job of the dead process: %+v", back)
 	}
 }
+
+// ojs-core 5.2 expires_at: a job whose deadline passed before it could
+// start is discarded when a fetch meets it, never handed out.
+func TestExpiredJobIsDiscardedNotFetched(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := testCtx(t)
+	at := time.Now().Add(300 * time.Millisecond).UTC().Format(time.RFC3339Nano)
+	j := enqueue(t, b, `{"type":"t.a","args":[],"expires_at":"`+at+`"}`)
+	live := enqueue(t, b, `{"type":"t.a","args":[]}`)
+	// Wait out the deadline; the assertion does not depend on how late.
+	time.Sleep(time.Until(j.ExpiresAt.Time) + 10*time.Millisecond)
+	got := fetch1(t, b, "default")
+	if got == nil || got.ID != live.ID {
+		t.Fatalf("fetch after expiry: got %v, want the live job %s", got, live.ID)
+	}
+	rec, err := b.svc.Get(ctx, j.ID)
+	if err != nil || rec.State != ojs.StateDiscarded || rec.Error == nil || rec.Error.Code != "expired" {
+		t.Fatalf("expired job: %v %+v", err, rec)
+	}
+	page, err := b.svc.ListDeadLetter(ctx, ojs.DeadLetterQuery{})
+	if err != nil || len(page.Jobs) != 1 || page.Jobs[0].ID != j.ID {
+		t.Fatalf("dead letter after expiry: %v %+v", err, page)
+	}
+}

@@ -64,7 +64,8 @@ func (s *Service) onTimer(msg jetstream.Msg) {
 	_ = msg.Ack()
 }
 
-// errStale marks a timer whose job moved on; it is acked and forgotten.
+// errStale marks a ready message or timer whose job moved on; it is acked
+// and forgotten.
 var errStale = errors.New("stale timer")
 
 // due makes a scheduled or retrying job available.
