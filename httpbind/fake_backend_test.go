@@ -77,7 +77,7 @@ func stored(j *ojs.Job) *ojs.Job {
 	c.State = ojs.StateAvailable
 	c.CreatedAt = ojs.NewTime(testNow)
 	c.EnqueuedAt = ojs.NewTime(testNow)
-	c.Internal = ojs.Internal{Token: "secret-token", Subject: "ojs.ready.x.002"}
+	c.Internal = ojs.Internal{Token: "secret-token", HeldAck: "$JS.ACK.secret"}
 	return c
 }
 
