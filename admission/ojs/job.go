@@ -3,6 +3,7 @@ package ojs
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"time"
 )
 
@@ -51,6 +52,9 @@ type Job struct {
 	ScheduledAt         *Time        `json:"scheduled_at,omitempty"`
 	ExpiresAt           *Time        `json:"expires_at,omitempty"`
 	Retry               *RetryPolicy `json:"retry,omitempty"`
+	// RateLimit is the job's rate limit policy (ojs-rate-limiting.md 6),
+	// from rate_limit or options.rate_limit.
+	RateLimit *RateLimitPolicy `json:"rate_limit,omitempty"`
 	// Pending asks for the job to be staged until activated
 	// (options.pending). It is an enqueue instruction, not stored: the
 	// state says pending afterwards.
@@ -95,6 +99,14 @@ type Internal struct {
 	// message's token.
 	HeldAck   string `json:"held_ack,omitempty"`
 	HeldToken string `json:"held_token,omitempty"`
+	// Limits are the rate limit entries (kvlimits keys) an active job
+	// holds a start in, released when it leaves active.
+	Limits []string `json:"limits,omitempty"`
+}
+
+// IsZero reports whether i holds nothing (for omitzero).
+func (i Internal) IsZero() bool {
+	return i.Token == "" && i.LeaseUntil == nil && i.HeldAck == "" && i.HeldToken == "" && len(i.Limits) == 0
 }
 
 // JobError is the error object of a failed attempt (ojs-core.md section 8,
@@ -108,6 +120,9 @@ type JobError struct {
 	Backtrace json.RawMessage `json:"backtrace,omitempty"`
 	Attempt   int             `json:"attempt,omitempty"`
 	At        *Time           `json:"occurred_at,omitempty"`
+	// RateLimitUntil, sent by a handler that hit a downstream limit, holds
+	// every job of the job's rate limit key until then (RL-R003).
+	RateLimitUntil *Time `json:"rate_limit_until,omitempty"`
 }
 
 // Kind is the error's type for non-retryable matching: Type if set, else Code.
@@ -124,6 +139,7 @@ func (j *Job) Clone() *Job {
 	c := *j
 	c.Tags = append([]string(nil), j.Tags...)
 	c.Errors = append([]JobError(nil), j.Errors...)
+	c.Internal.Limits = slices.Clone(j.Internal.Limits)
 	if j.Extra != nil {
 		c.Extra = make(map[string]json.RawMessage, len(j.Extra))
 		for k, v := range j.Extra {

@@ -75,6 +75,9 @@ type QueueInfo struct {
 	CreatedAt *Time  `json:"created_at,omitempty"`
 	PausedAt  *Time  `json:"paused_at,omitempty"`
 	ResumedAt *Time  `json:"resumed_at,omitempty"`
+	// RateLimit is the queue-level rate limit (ojs-rate-limiting.md 7.2):
+	// it holds for every job of the queue, with the job's own limits.
+	RateLimit *Limits `json:"rate_limit,omitempty"`
 }
 
 // Queue statuses.

@@ -121,7 +121,7 @@ var topFields = map[string]bool{
 	"specversion": true, "id": true, "type": true, "args": true, "meta": true, "schema": true,
 	"queue": true, "priority": true, "tags": true, "unique": true, "retry": true, "options": true,
 	"timeout": true, "timeout_ms": true, "visibility_timeout": true, "visibility_timeout_ms": true,
-	"scheduled_at": true, "expires_at": true,
+	"scheduled_at": true, "expires_at": true, "rate_limit": true,
 }
 
 // systemOnly are system-managed names Job has no field for; they are
@@ -135,6 +135,7 @@ var optionFields = map[string]bool{
 	"queue": true, "priority": true, "timeout_ms": true, "delay_until": true, "scheduled_at": true,
 	"expires_at": true, "retry": true, "retry_policy": true, "unique": true, "tags": true,
 	"visibility_timeout_ms": true, "visibility_timeout": true, "pending": true, "metadata": true,
+	"rate_limit": true,
 }
 
 // extraFields keeps what the parser does not read so it round-trips
@@ -474,6 +475,7 @@ func parsePolicies(j *Job, top, opts object) error {
 	var r resolver
 	set(&r, &j.Unique, parseObject, jsonEqual, top.cand("unique"), opts.cand("unique"))
 	set(&r, &j.Pending, parseBool, same, opts.cand("pending"))
+	set(&r, &j.RateLimit, parseRateLimit, sameRateLimit, top.cand("rate_limit"), opts.cand("rate_limit"))
 	return r.err
 }
 

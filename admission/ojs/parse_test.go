@@ -577,7 +577,7 @@ func TestParseJobIgnoresSystemFields(t *testing.T) {
 	if j.State != "" || j.Attempt != 0 || j.MaxAttempts != 3 || j.CreatedAt != nil || j.EnqueuedAt != nil ||
 		j.StartedAt != nil || j.CompletedAt != nil || j.CancelledAt != nil || j.DiscardedAt != nil ||
 		j.ActivatedAt != nil || j.NextAttemptAt != nil || j.WorkerID != "" || j.Error != nil || j.Errors != nil ||
-		j.Result != nil || j.Internal != (Internal{}) {
+		j.Result != nil || !j.Internal.IsZero() {
 		t.Errorf("system fields kept: %+v", j)
 	}
 	if j.Extra != nil {
@@ -590,18 +590,18 @@ func TestParseJobIgnoresSystemFields(t *testing.T) {
 func TestParseJobUnknownFieldsRoundTrip(t *testing.T) {
 	t.Parallel()
 	body := `{"type":"video.transcode","args":["v1"],"total_timeout":86400,"enqueue_ttl":7200,"grace_period":60,
-	  "heartbeat_timeout":120,"rate_limit":{"key":"k","concurrency":2},"x_custom":{"nested":[1,"<b>",null]},
-	  "future_null":null,"options":{"queue":"media","rate_limit":{"key":"opt"},"future_option":true}}`
+	  "heartbeat_timeout":120,"depends_on":["k"],"x_custom":{"nested":[1,"<b>",null]},
+	  "future_null":null,"options":{"queue":"media","batch":{"key":"opt"},"future_option":true}}`
 	j := mustParse(t, body)
 	want := map[string]string{
 		"total_timeout":     `86400`,
 		"enqueue_ttl":       `7200`,
 		"grace_period":      `60`,
 		"heartbeat_timeout": `120`,
-		"rate_limit":        `{"key":"k","concurrency":2}`,
+		"depends_on":        `["k"]`,
 		"x_custom":          `{"nested":[1,"<b>",null]}`,
 		"future_null":       `null`,
-		"options":           `{"rate_limit":{"key":"opt"},"future_option":true}`,
+		"options":           `{"batch":{"key":"opt"},"future_option":true}`,
 	}
 	if len(j.Extra) != len(want) {
 		t.Errorf("Extra has %d keys, want %d: %s", len(j.Extra), len(want), j.Extra)
