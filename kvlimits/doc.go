@@ -1,34 +1,60 @@
-// Package kvlimits will keep the state of the rate limiting extension
+// Package kvlimits keeps the state of the rate limiting extension
 // (spec/ojs-rate-limiting.md) in the KV bucket OJS_LIMITS
-// (topology.LimitsBucket). Today it holds no code: rate limiting is not
-// implemented yet. The bucket already exists (topology.Ensure creates it,
-// empty) so that its name and shape are settled before anything writes to
-// it; nothing in jetgate reads or writes it yet, and the manifest does not
-// declare the extension.
+// (topology.LimitsBucket), one entry per limit, readable as JSON with
+// `nats kv get OJS_LIMITS <entry>`:
 //
-// What it will own, one KV entry per limit key (key = topology.Token of the
-// limit key, so "tenant:acme" or "a.b" round-trip and can never inject a
-// subject wildcard), each readable as JSON with `nats kv get OJS_LIMITS`:
-//   - the policy of the key: concurrency, window and throttle settings;
-//   - the concurrency lease set: the ids of the jobs holding a slot, never a
-//     bare counter, so a slot held by a job that is no longer active can be
-//     found and reclaimed and counts cannot drift;
-//   - window state (starts in the current window) and the throttle's next
-//     allowed start;
-//   - overrides and the dynamic rate_limit_until.
+//   - key.<escaped key> for a job-level rate_limit key, and
+//     queue.<escaped queue> for a queue-level limit. Names go through
+//     topology.Token, so "tenant:acme" or "a.b" round-trip and can never
+//     inject a subject token or wildcard (DESIGN invariant 7).
+//   - the stored policy; the override and its expiry; the dynamic hold
+//     (rate_limit_until) and its reason;
+//   - the concurrency lease set: the ids of the active jobs holding a slot,
+//     with the token of the activation, never a bare counter, so a slot held
+//     by a job that is no longer active is found and reclaimed and counts
+//     cannot drift;
+//   - the promises: waiters released to the ready stream whose slot is kept
+//     for them (PromiseTTL);
+//   - the count of the current window, the throttle's next allowed start,
+//     and a hint of how many jobs wait.
 //
-// Every change will be one compare-and-swap on the entry's revision; the
-// CAS is the fence between jetgate processes. Within a process, acquires
-// and releases of one hot key may be gathered and written as one CAS, which
-// changes how many writes happen, never who wins.
+// The rules, decided here and documented in the README:
 //
-// It must never:
-//   - decide anything: whether a job may start, in what order waiters are
-//     released and what happens to a limited job belong to package
-//     admission, which calls this package;
-//   - read or write job records, ready messages or timers (package
-//     jetstream/jobstore owns those);
-//   - keep limit state anywhere but OJS_LIMITS: in-memory copies are caches
+//   - Concurrency counts active jobs holding a lease. A job declaring
+//     concurrency N starts only while fewer than N slots are held or
+//     promised. Concurrency 0 pauses the key.
+//   - Windows are fixed, aligned on multiples of the period since the zero
+//     time (a PT1M window runs from :00 to :00 of each minute): a window
+//     never admits more than limit starts. Bursts at a boundary (up to twice
+//     the limit across two adjacent windows) are possible; add a throttle
+//     when spacing matters.
+//   - A throttle allows a start only period/limit after the previous one.
+//   - Conflicting policies for one key: the stored policy of a key is the
+//     strictest of every policy jobs declared for it, member by member
+//     (smaller concurrency, fewer starts per unit of time), so a key can
+//     never over-admit because two jobs declare different limits (the RQ
+//     "last registrant wins" edge). It only loosens when an operator resets
+//     the key (DELETE /ojs/v1/rate-limits/{key}) or overrides it.
+//   - An override (PUT /ojs/v1/rate-limits/{key}) replaces the members it
+//     names, for every job of the key, until it expires.
+//   - A queue-level limit is the queue's configuration; a job of the queue
+//     passes it and its own key's limits (queue first).
+//   - Times are the jetgate processes' clocks: hosts running jetgate must be
+//     synchronised (NTP) for windows and throttles across processes.
+//
+// Every change is one compare-and-swap on the entry's revision; the CAS is
+// the fence between jetgate processes. Within a process, changes of one
+// entry are gathered and written as one CAS (Store.Update), which changes
+// how many writes happen, never who wins. The decisions themselves are pure
+// functions of a State and a time (state.go), tested without a server.
+//
+// It never:
+//   - decides what happens to a job: whether a refused job waits, is
+//     rescheduled or dropped, and in what order waiters are released belong
+//     to package admission, which calls this package;
+//   - reads or writes job records, ready messages, waiters or timers
+//     (package jetstream/jobstore owns those);
+//   - keeps limit state anywhere but OJS_LIMITS: in-memory copies are caches
 //     and are never trusted for a decision without the CAS;
-//   - know about HTTP.
+//   - knows about HTTP.
 package kvlimits

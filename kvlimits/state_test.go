@@ -1,0 +1,153 @@
+package kvlimits
+
+import (
+	"testing"
+	"time"
+
+	"github.com/jetgate/jetgate/admission/ojs"
+)
+
+var t0 = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+
+func conc(n int) ojs.Limits { return ojs.Limits{Concurrency: &n} }
+
+func win(limit int, period time.Duration) *ojs.RateWindow {
+	return &ojs.RateWindow{Limit: limit, Period: ojs.Duration(period)}
+}
+
+// RL-001: the lease set holds exactly the limit; a release frees one slot,
+// and only for the activation that holds it.
+func TestConcurrencyLeases_RL001(t *testing.T) {
+	s := &State{Key: "k", Scope: ScopeKey}
+	for i, id := range []string{"a", "b"} {
+		if _, d := s.Acquire(Request{JobID: id, Token: "t" + id, Declared: conc(2)}, t0); d != nil {
+			t.Fatalf("start %d refused: %+v", i, d)
+		}
+	}
+	if _, d := s.Acquire(Request{JobID: "c", Token: "tc", Declared: conc(2)}, t0); d == nil || d.Strategy != StrategyConcurrency || d.Current != 2 {
+		t.Fatalf("third start: %+v, want a concurrency refusal at 2", d)
+	}
+	if s.Release("a", "stale-token") {
+		t.Fatal("a release with another activation's token freed the slot")
+	}
+	if !s.Release("a", "ta") || len(s.Active) != 1 {
+		t.Fatalf("release: active %v", s.Active)
+	}
+	if _, d := s.Acquire(Request{JobID: "c", Token: "tc", Declared: conc(2)}, t0); d != nil {
+		t.Fatalf("start after release refused: %+v", d)
+	}
+}
+
+// A job in line waits behind older waiters; a promoted one does not, and
+// its promise keeps its slot from newcomers.
+func TestWaitersGoFirst(t *testing.T) {
+	s := &State{Key: "k", Scope: ScopeKey}
+	s.Acquire(Request{JobID: "a", Token: "ta", Declared: conc(1)}, t0)
+	if _, d := s.Acquire(Request{JobID: "w", Token: "tw", Declared: conc(1), InLine: true}, t0); d == nil || s.Waiting != 1 {
+		t.Fatalf("refusal in line should count a waiter: %+v waiting %d", d, s.Waiting)
+	}
+	s.Release("a", "ta")
+	if n, _ := s.Promotable(t0, 10); n != 1 {
+		t.Fatalf("promotable = %d, want 1", n)
+	}
+	s.Promise([]string{"w"}, t0)
+	if _, d := s.Acquire(Request{JobID: "new", Token: "tn", Declared: conc(1), InLine: true}, t0); d == nil {
+		t.Fatal("a newcomer took the slot promised to a waiter")
+	}
+	if _, d := s.Acquire(Request{JobID: "w", Token: "tw2", Declared: conc(1), InLine: true, Promoted: true}, t0); d != nil {
+		t.Fatalf("the promoted waiter was refused: %+v", d)
+	}
+}
+
+// RL-R001: fixed windows aligned on the period; Undo gives a start back
+// only in its own window.
+func TestFixedWindow_RLR001(t *testing.T) {
+	s := &State{Key: "k", Scope: ScopeKey}
+	l := ojs.Limits{Rate: win(2, time.Minute)}
+	var last *Grant
+	for range 2 {
+		g, d := s.Acquire(Request{JobID: "x", Declared: l}, t0.Add(10*time.Second))
+		if d != nil {
+			t.Fatal(d)
+		}
+		last = g
+	}
+	_, d := s.Acquire(Request{JobID: "y", Declared: l}, t0.Add(59*time.Second))
+	if d == nil || d.Strategy != StrategyRate || !d.RetryAt.Equal(t0.Add(time.Minute)) {
+		t.Fatalf("third start in the window: %+v, want a rate refusal until the next window", d)
+	}
+	s.Undo(last)
+	if _, d := s.Acquire(Request{JobID: "y", Declared: l}, t0.Add(59*time.Second)); d != nil {
+		t.Fatalf("after undo: %+v", d)
+	}
+	if _, d := s.Acquire(Request{JobID: "z", Declared: l}, t0.Add(time.Minute)); d != nil {
+		t.Fatalf("next window: %+v", d)
+	}
+}
+
+// RL-R002: throttle starts are at least period/limit apart.
+func TestThrottle_RLR002(t *testing.T) {
+	s := &State{Key: "k", Scope: ScopeKey}
+	l := ojs.Limits{Throttle: win(10, time.Second)}
+	if _, d := s.Acquire(Request{JobID: "a", Declared: l}, t0); d != nil {
+		t.Fatal(d)
+	}
+	_, d := s.Acquire(Request{JobID: "b", Declared: l}, t0.Add(99*time.Millisecond))
+	if d == nil || d.Strategy != StrategyThrottle || !d.RetryAt.Equal(t0.Add(100*time.Millisecond)) {
+		t.Fatalf("start 99ms later: %+v", d)
+	}
+	if _, d := s.Acquire(Request{JobID: "b", Declared: l}, t0.Add(100*time.Millisecond)); d != nil {
+		t.Fatalf("start 100ms later: %+v", d)
+	}
+}
+
+// The strictest declared policy wins, per member.
+func TestStrictest(t *testing.T) {
+	a := ojs.Limits{Concurrency: ptr(5), Rate: win(100, time.Minute)}
+	b := ojs.Limits{Concurrency: ptr(2), Rate: win(10, time.Second), Throttle: win(1, time.Second)}
+	got := Strictest(a, b)
+	if *got.Concurrency != 2 || got.Rate.Limit != 100 || got.Throttle.Limit != 1 {
+		t.Fatalf("strictest = %+v", got)
+	}
+}
+
+// An override replaces the members it names until it expires.
+func TestOverride_RLR004(t *testing.T) {
+	s := &State{Key: "k", Scope: ScopeKey, Policy: conc(5)}
+	s.Override = &Override{Limits: conc(0), ExpiresAt: ojs.NewTime(t0.Add(time.Minute))}
+	if _, d := s.Acquire(Request{JobID: "a", Declared: conc(5)}, t0); d == nil {
+		t.Fatal("started under an override of 0")
+	}
+	if _, d := s.Acquire(Request{JobID: "a", Declared: conc(5)}, t0.Add(time.Minute)); d != nil || s.Override != nil {
+		t.Fatalf("after expiry: %+v, override %+v", d, s.Override)
+	}
+}
+
+func ptr(n int) *int { return &n }
+
+// Entry names escape keys so they never inject tokens or wildcards.
+func TestEntryNames(t *testing.T) {
+	for _, k := range []string{"a.b", "tenant:acme:api", "x>y", "a*", "s p"} {
+		e := KeyEntry(k)
+		back, ok := ParseEntry(e.Name())
+		if !ok || back != e {
+			t.Errorf("%q: name %q parses back to %+v, %v", k, e.Name(), back, ok)
+		}
+		for _, bad := range []string{"*", ">", " ", ":"} {
+			if containsAny(e.Name(), bad) {
+				t.Errorf("%q: name %q holds %q", k, e.Name(), bad)
+			}
+		}
+	}
+}
+
+func containsAny(s, chars string) bool {
+	for _, c := range chars {
+		for _, x := range s {
+			if x == c {
+				return true
+			}
+		}
+	}
+	return false
+}
