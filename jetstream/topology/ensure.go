@@ -33,6 +33,7 @@ type Assets struct {
 	Dead   jetstream.KeyValue
 	Limits jetstream.KeyValue
 	Ready  jetstream.Stream
+	Wait   jetstream.Stream
 	Timers jetstream.Stream
 	Counts jetstream.Stream
 	Stats  jetstream.Stream
@@ -100,6 +101,22 @@ func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Assets, e
 	})
 	if err != nil {
 		return nil, fmt.Errorf("ensure stream %s: %w", ReadyStream, err)
+	}
+	a.Wait, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:        WaitStream,
+		Description: "jetgate jobs waiting on a rate limit, ojs.wait.<limit entry>.<priority>, oldest first",
+		Subjects:    []string{WaitSubjects},
+		// Limits retention: waiters are read in place (direct get by
+		// subject) and deleted by sequence when released; no consumer.
+		Retention: jetstream.LimitsPolicy,
+		Storage:   cfg.Storage,
+		Replicas:  cfg.Replicas,
+		// Direct gets must see the latest waiters; on a cluster they go
+		// through the leader (AllowDirect off).
+		AllowDirect: cfg.Replicas <= 1,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ensure stream %s: %w", WaitStream, err)
 	}
 	a.Timers, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name:        TimerStream,

@@ -30,6 +30,17 @@ const (
 	// ReadyConsumerPattern names the durable pull consumer of one level.
 	ReadyConsumerPattern = "ready_%s_%0*d"
 
+	// WaitStream holds the jobs waiting on a rate limit: one message per
+	// parked job on ojs.wait.<limit entry>.<priority>, oldest first.
+	WaitStream = "OJS_WAIT"
+	// WaitSubjects is the wait stream's subject space.
+	WaitSubjects = "ojs.wait.>"
+	// WaitSubjectPattern is ojs.wait.<entry>.<priority>, priority padded
+	// like ready subjects.
+	WaitSubjectPattern = "ojs.wait.%s.%0*d"
+	// WaitEntryFilterPattern matches every level of one entry.
+	WaitEntryFilterPattern = "ojs.wait.%s.*"
+
 	// TimerStream holds message schedules and the messages they fire.
 	TimerStream = "OJS_TIMERS"
 	// TimerScheduleSubjects are the schedule subjects: ojs.timer.<kind>.<job id>.
@@ -75,6 +86,7 @@ const (
 const (
 	TimerDue   = "due"   // scheduled_at / retry backoff: -> available
 	TimerLease = "lease" // visibility timeout of an active job
+	TimerLimit = "limit" // a rate limit entry may admit waiters again
 )
 
 // PriorityDigits is the zero padding of the priority token.
@@ -93,6 +105,16 @@ func ReadyQueueFilter(queue string) string {
 // ReadyConsumer returns the durable consumer name of a queue level.
 func ReadyConsumer(queue string, priority int) string {
 	return fmt.Sprintf(ReadyConsumerPattern, Token(queue), PriorityDigits, priority)
+}
+
+// WaitSubject returns the wait subject of a limit entry and priority.
+func WaitSubject(entry string, priority int) string {
+	return fmt.Sprintf(WaitSubjectPattern, Token(entry), PriorityDigits, priority)
+}
+
+// WaitEntryFilter matches every priority level of a limit entry's waiters.
+func WaitEntryFilter(entry string) string {
+	return fmt.Sprintf(WaitEntryFilterPattern, Token(entry))
 }
 
 // TimerSchedule returns the schedule subject of a job's timer.
