@@ -211,7 +211,12 @@ func (s *Service) claim(ctx context.Context, msg jetstream.Msg, req ojs.FetchReq
 		_ = msg.Term()
 		return nil, nil
 	}
+	promoted := jobstore.Promoted(msg.Headers())
 	var deferral time.Duration
+	// Starts counted in rate limit entries for the record being written;
+	// refusal is set when a limit refused the start.
+	var held []heldStart
+	var refusal *limitRefusal
 	apply := func(j *ojs.Job) (*ojs.Job, func(context.Context, *ojs.Job) error, error) {
 		switch {
 		case j.State == ojs.StateActive && j.Internal.HeldToken == ref.Token:
@@ -222,18 +227,46 @@ func (s *Service) claim(ctx context.Context, msg jetstream.Msg, req ojs.FetchReq
 			return s.expired(j)
 		}
 		nj := s.activate(j, req, s.now())
+		checks := s.limitChecks(j)
+		nj.Internal.Limits = limitEntryNames(checks)
+		var leaseTimer func(context.Context, *ojs.Job) error
 		deferral = s.leaseDeferral(nj.Internal.LeaseUntil.Sub(nj.StartedAt.Time))
 		if deferral > 0 {
 			nj.Internal.HeldAck, nj.Internal.HeldToken = msg.Reply(), ref.Token
-			return nj, nil, nil
+		} else {
+			leaseTimer = func(ctx context.Context, nj *ojs.Job) error {
+				return s.store.SetTimer(ctx, topology.TimerLease, nj.ID, nj.Internal.Token, nj.Internal.LeaseUntil.Time)
+			}
+		}
+		if len(checks) == 0 {
+			return nj, leaseTimer, nil
 		}
 		return nj, func(ctx context.Context, nj *ojs.Job) error {
-			return s.store.SetTimer(ctx, topology.TimerLease, nj.ID, nj.Internal.Token, nj.Internal.LeaseUntil.Time)
+			// An earlier round of this transition lost its compare-and-swap:
+			// take its starts back before counting this one's.
+			s.undoStarts(ctx, held)
+			held, refusal = nil, nil
+			h, r, err := s.acquireLimits(ctx, nj, checks, promoted)
+			switch {
+			case err != nil:
+				return err
+			case r != nil:
+				refusal = r
+				return errLimited
+			}
+			held = h
+			if leaseTimer != nil {
+				return leaseTimer(ctx, nj)
+			}
+			return nil
 		}, nil
 	}
 	nj, old, err := s.transition(ctx, ref.JobID, apply)
 	if isNotFound(err) && s.awaitCreate(ctx, ref.JobID) {
 		nj, old, err = s.transition(ctx, ref.JobID, apply)
+	}
+	if err != nil && len(held) > 0 {
+		s.undoStarts(ctx, held)
 	}
 	switch {
 	case isNotFound(err):
@@ -243,6 +276,11 @@ func (s *Service) claim(ctx context.Context, msg jetstream.Msg, req ojs.FetchReq
 		return nil, s.redelivered(ctx, old, msg)
 	case errors.Is(err, errStale):
 		_ = msg.Ack()
+		return nil, nil
+	case errors.Is(err, errLimited):
+		if err := s.onLimited(ctx, msg, old, refusal); err != nil {
+			return nil, err
+		}
 		return nil, nil
 	case err != nil:
 		// The message is put back: the job is still available.
@@ -260,6 +298,9 @@ func (s *Service) claim(ctx context.Context, msg jetstream.Msg, req ojs.FetchReq
 		_ = msg.Ack()
 	}
 	s.recordStart(ctx, old, nj, nj.StartedAt.Time)
+	if len(held) > 0 {
+		s.startedLimited(ctx, msg, held)
+	}
 	return nj, nil
 }
 

@@ -12,6 +12,9 @@ import (
 type EventSink interface {
 	PublishJob(eventType string, job *ojs.Job, extra map[string]any)
 	PublishQueue(eventType, queue, actor string)
+	// Publish emits an event about subject (a job id, queue or rate
+	// limit key) with data, a JSON object.
+	Publish(eventType, subject string, data any)
 	Recent(ctx context.Context, q ojs.EventQuery) ([]ojs.Event, error)
 }
 
@@ -25,6 +28,9 @@ type Recorder interface {
 	JobDiscarded(ctx context.Context, queue, jobType string, d time.Duration)
 	JobCancelled(ctx context.Context, queue, jobType string, d time.Duration)
 	JobExpired(ctx context.Context, queue, jobType string)
+	// Rate limiting (ojs-rate-limiting.md 11.2).
+	RateLimitExceeded(ctx context.Context, key, strategy string)
+	RateLimitWaited(ctx context.Context, key string, d time.Duration)
 }
 
 // Event types of ojs-events.md section 3 that admission emits.
@@ -40,12 +46,19 @@ const (
 	EventJobExpired   = "job.expired"
 	EventQueuePaused  = "queue.paused"
 	EventQueueResumed = "queue.resumed"
+
+	// Rate limiting events (ojs-rate-limiting.md 11.1).
+	EventRateLimitExceeded = "rate_limit.exceeded"
+	EventRateLimitReleased = "rate_limit.released"
+	EventRateLimitDropped  = "rate_limit.dropped"
+	EventRateLimitAdjusted = "rate_limit.dynamic_adjusted"
 )
 
 type noEvents struct{}
 
 func (noEvents) PublishJob(string, *ojs.Job, map[string]any) {}
 func (noEvents) PublishQueue(string, string, string)         {}
+func (noEvents) Publish(string, string, any)                 {}
 func (noEvents) Recent(context.Context, ojs.EventQuery) ([]ojs.Event, error) {
 	return nil, nil
 }
@@ -59,3 +72,5 @@ func (noMetrics) JobFailed(context.Context, string, string, time.Duration)      
 func (noMetrics) JobDiscarded(context.Context, string, string, time.Duration)    {}
 func (noMetrics) JobCancelled(context.Context, string, string, time.Duration)    {}
 func (noMetrics) JobExpired(context.Context, string, string)                     {}
+func (noMetrics) RateLimitExceeded(context.Context, string, string)              {}
+func (noMetrics) RateLimitWaited(context.Context, string, time.Duration)         {}

@@ -28,6 +28,7 @@ func (s *Service) Cancel(ctx context.Context, id string) (*ojs.Job, ojs.State, e
 		nj.CancelledAt = ojs.NewTime(s.now())
 		nj.Internal.Token = jobstore.NewToken()
 		nj.Internal.LeaseUntil = nil
+		nj.Internal.Limits = nil
 		clearHeld(nj)
 		return nj, nil, nil
 	})
@@ -43,6 +44,7 @@ func (s *Service) Cancel(ctx context.Context, id string) (*ojs.Job, ojs.State, e
 	switch old.State {
 	case ojs.StateActive:
 		s.releaseLease(old)
+		s.releaseLimits(ctx, old)
 	case ojs.StateScheduled, ojs.StateRetryable:
 		s.store.CancelTimer(topology.TimerDue, id)
 	}
@@ -77,6 +79,7 @@ func (s *Service) ready(j *ojs.Job, now time.Time) *ojs.Job {
 	nj.NextAttemptAt = nil
 	nj.Internal.Token = jobstore.NewToken()
 	nj.Internal.LeaseUntil = nil
+	nj.Internal.Limits = nil
 	clearHeld(nj)
 	return nj
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/jetgate/jetgate/admission/ojs"
 	"github.com/jetgate/jetgate/jetstream/jobstore"
 	"github.com/jetgate/jetgate/jetstream/topology"
+	"github.com/jetgate/jetgate/kvlimits"
 )
 
 // Clock tells the time. Tests may inject one; deadlines that JetStream
@@ -101,11 +102,13 @@ type Service struct {
 	events EventSink
 	met    Recorder
 
-	started time.Time
-	queues  *queueCache
-	stats   *statsAgg
-	records *recordCache
-	leases  deferredLeases
+	started  time.Time
+	queues   *queueCache
+	stats    *statsAgg
+	records  *recordCache
+	leases   deferredLeases
+	limits   *kvlimits.Store
+	promoter *promoter
 
 	consumers sync.Map // consumer name -> jetstream.Consumer
 	pullers   sync.Map // queue name -> *puller
@@ -139,6 +142,8 @@ func New(nc *nats.Conn, js jetstream.JetStream, assets *topology.Assets, cfg Con
 	s.queues = newQueueCache(s.store, s.log, s.now)
 	s.stats = newStatsAgg()
 	s.records = newRecordCache(cfg.RecordCache)
+	s.limits = kvlimits.New(assets.Limits)
+	s.promoter = newPromoter(s)
 	return s, nil
 }
 
@@ -163,6 +168,7 @@ func (s *Service) Start(ctx context.Context) error {
 	}
 	s.timerCtx = cc
 	s.cancel = cancel
+	s.promoter.start(runCtx)
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -190,6 +196,7 @@ func (s *Service) Stop() {
 	<-cc.Closed()
 	s.leases.stop()
 	cancel()
+	s.promoter.stop()
 	s.wg.Wait()
 }
 

@@ -52,6 +52,8 @@ func (s *Service) onTimer(msg jetstream.Msg) {
 		err = s.due(ctx, ref)
 	case topology.TimerLease:
 		err = s.leaseExpired(ctx, ref)
+	case topology.TimerLimit:
+		err = s.onLimitTimer(ctx, ref.JobID)
 	default:
 		_ = msg.TermWithReason("unknown timer kind " + kind)
 		return
@@ -108,6 +110,7 @@ func (s *Service) leaseExpired(ctx context.Context, ref jobstore.MsgRef) error {
 	}
 	s.leases.cancel(old.ID)
 	s.store.AckHeld(old.Internal.HeldAck)
+	s.releaseLimits(ctx, old)
 	s.log.Info("job stalled", "job", nj.ID, "queue", nj.Queue, "state", nj.State)
 	s.afterFailure(ctx, nj)
 	return nil

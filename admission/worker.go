@@ -26,6 +26,7 @@ func (s *Service) Ack(ctx context.Context, req ojs.AckRequest) (*ojs.AckResult, 
 		}
 		nj.Internal.Token = jobstore.NewToken()
 		nj.Internal.LeaseUntil = nil
+		nj.Internal.Limits = nil
 		clearHeld(nj)
 		return nj, nil, nil
 	})
@@ -33,6 +34,7 @@ func (s *Service) Ack(ctx context.Context, req ojs.AckRequest) (*ojs.AckResult, 
 		return nil, err
 	}
 	s.releaseLease(old)
+	s.releaseLimits(ctx, old)
 	var d time.Duration
 	if nj.StartedAt != nil {
 		d = nj.CompletedAt.Sub(nj.StartedAt.Time)
@@ -62,6 +64,8 @@ func (s *Service) Nack(ctx context.Context, req ojs.NackRequest) (*ojs.NackResul
 		return nil, err
 	}
 	s.releaseLease(old)
+	s.releaseLimits(ctx, old)
+	s.holdKey(ctx, old, req.Error)
 	s.afterFailure(ctx, nj)
 	res := &ojs.NackResult{JobID: nj.ID, State: nj.State, Attempt: nj.Attempt, MaxAttempts: nj.MaxAttempts}
 	if nj.State == ojs.StateRetryable {
@@ -92,6 +96,7 @@ func (s *Service) failed(j *ojs.Job, e ojs.JobError) (*ojs.Job, func(context.Con
 	nj.MaxAttempts = maxAttempts
 	nj.Internal.Token = jobstore.NewToken()
 	nj.Internal.LeaseUntil = nil
+	nj.Internal.Limits = nil
 	clearHeld(nj)
 	retry := (e.Retryable == nil || *e.Retryable) && !policy.NonRetryable(e.Kind()) && j.Attempt < maxAttempts
 	if retry {

@@ -72,6 +72,10 @@ type Metrics struct {
 	depthReg metric.Registration
 	depthFn  atomic.Pointer[StateDepthFunc]
 
+	rl    rateLimitInstruments
+	rlReg metric.Registration
+	rlFn  atomic.Pointer[RateLimitFunc]
+
 	jobs   cache[jobKey, *jobAttrs]
 	queues cache[string, []metric.RecordOption]
 
@@ -110,6 +114,13 @@ func New(cfg Config) (*Metrics, error) {
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("register queue depth callback: %w", err), mp.Shutdown(context.Background()))
 	}
+	if err := m.rl.create(m.meter); err != nil {
+		return nil, errors.Join(err, mp.Shutdown(context.Background()))
+	}
+	m.rlReg, err = m.meter.RegisterCallback(m.observeRateLimits, m.rl.active, m.rl.waiting)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("register rate limit callback: %w", err), mp.Shutdown(context.Background()))
+	}
 	return m, nil
 }
 
@@ -147,7 +158,7 @@ func (m *Metrics) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	m.shutdownOnce.Do(func() {
-		m.shutdownErr = errors.Join(m.depthReg.Unregister(), m.provider.Shutdown(ctx))
+		m.shutdownErr = errors.Join(m.depthReg.Unregister(), m.rlReg.Unregister(), m.provider.Shutdown(ctx))
 	})
 	return m.shutdownErr
 }

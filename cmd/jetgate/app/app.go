@@ -127,6 +127,13 @@ func (s *Server) start(ctx context.Context) error {
 		return err
 	}
 	s.metrics.SetStateDepthFunc(s.svc.StateDepths)
+	s.metrics.SetRateLimitFunc(func(context.Context) map[string]metrics.RateLimitUsage {
+		out := map[string]metrics.RateLimitUsage{}
+		for k, u := range s.svc.RateLimitUsage() {
+			out[k] = metrics.RateLimitUsage{Active: int64(u[0]), Waiting: int64(u[1])}
+		}
+		return out
+	})
 	return s.serveHTTP()
 }
 

@@ -1,0 +1,351 @@
+package admission
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetgate/jetgate/admission/ojs"
+	"github.com/jetgate/jetgate/jetstream/jobstore"
+	"github.com/jetgate/jetgate/jetstream/topology"
+	"github.com/jetgate/jetgate/kvlimits"
+)
+
+// Rate limiting (ojs-rate-limiting.md), the admission side. kvlimits keeps
+// each limit entry's state; this file decides what happens to jobs.
+//
+// A job passes every limit entry that applies to it before it becomes
+// active: its queue's (queue-level limit) and its rate_limit key's, in that
+// order. Passing counts the start in each entry (a lease by job id for
+// concurrency, the window count, the throttle's next start) with one
+// compare-and-swap per entry, before the job's own compare-and-swap to
+// active (DESIGN invariant 3). If that fails, the starts are taken back; a
+// lease left by a process that died in between belongs to a job that is not
+// active with the lease's token, and is reclaimed (verifyLeases).
+//
+// A job refused by a limit follows its on_limit:
+//   - wait (default): the job stays available, its ready message is
+//     acknowledged and a waiter is stored on the entry's wait subject
+//     (ojs.wait.<entry>.<priority>). Nothing polls it: when the entry can
+//     admit again (a slot released, the window rolled over, the throttle's
+//     next start is due, a hold or override ended) the promoter moves the
+//     oldest waiters of the lowest priority value back to the ready stream,
+//     keeping their slot for them (a promise). New jobs of an entry with
+//     waiters queue behind them, so waiters go oldest first.
+//   - reschedule: the job becomes scheduled for when the limit is expected
+//     to allow it (concurrency: ReschedulePause from now).
+//   - drop: the job is discarded with error type rate_limited.
+
+// errLimited marks a claim refused by a rate limit.
+var errLimited = errors.New("rate limited")
+
+// limitCheck is one limit entry a job must pass, with what it declares.
+type limitCheck struct {
+	entry    kvlimits.Entry
+	declared ojs.Limits
+}
+
+// limitChecks lists the entries a job must pass, queue first.
+func (s *Service) limitChecks(j *ojs.Job) []limitCheck {
+	var out []limitCheck
+	if q, ok := s.queues.get(j.Queue); ok && q.RateLimit != nil && !q.RateLimit.Empty() {
+		out = append(out, limitCheck{entry: kvlimits.QueueEntry(j.Queue), declared: *q.RateLimit})
+	}
+	if p := j.RateLimit; p != nil {
+		out = append(out, limitCheck{entry: kvlimits.KeyEntry(p.Key), declared: p.Limits()})
+	}
+	return out
+}
+
+// heldStart is a start counted in one entry.
+type heldStart struct {
+	entry kvlimits.Entry
+	grant *kvlimits.Grant
+	// waiting says the entry had waiters when the start was counted.
+	waiting bool
+}
+
+// limitRefusal is why a claim was refused, and by which entry.
+type limitRefusal struct {
+	entry  kvlimits.Entry
+	denial *kvlimits.Denial
+}
+
+// acquireLimits counts the start of nj in every entry of checks, or in
+// none: a refusal takes back the starts counted before it.
+func (s *Service) acquireLimits(ctx context.Context, nj *ojs.Job, checks []limitCheck, promoted bool) ([]heldStart, *limitRefusal, error) {
+	inLine := nj.RateLimit.Action() == ojs.OnLimitWait
+	var held []heldStart
+	for _, c := range checks {
+		var g *kvlimits.Grant
+		var d *kvlimits.Denial
+		var waiting bool
+		now := s.now()
+		err := s.limits.Update(ctx, c.entry, func(st *kvlimits.State) bool {
+			g, d = st.Acquire(kvlimits.Request{
+				JobID: nj.ID, Token: nj.Internal.Token, Declared: c.declared,
+				Promoted: promoted, InLine: inLine,
+			}, now)
+			waiting = st.Waiting > 0
+			return true
+		})
+		if err != nil {
+			s.undoStarts(ctx, held)
+			return nil, nil, err
+		}
+		if d != nil {
+			s.undoStarts(ctx, held)
+			return nil, &limitRefusal{entry: c.entry, denial: d}, nil
+		}
+		held = append(held, heldStart{entry: c.entry, grant: g, waiting: waiting})
+	}
+	return held, nil, nil
+}
+
+// undoStarts takes back starts whose job did not become active.
+func (s *Service) undoStarts(ctx context.Context, held []heldStart) {
+	for _, h := range held {
+		err := s.limits.Update(context.WithoutCancel(ctx), h.entry, func(st *kvlimits.State) bool {
+			st.Undo(h.grant)
+			return true
+		})
+		if err != nil {
+			// A lease left behind is reclaimed by verifyLeases; a window
+			// or throttle start left counted only admits less.
+			s.log.Warn("rate limit start not taken back", "limit", h.entry, "job", h.grant.JobID, "error", err)
+		}
+		s.promoter.kick(h.entry)
+	}
+}
+
+// releaseLimits frees the slots an active job held, as it leaves active
+// (ack, fail, stall, cancel), and lets waiters in.
+func (s *Service) releaseLimits(ctx context.Context, old *ojs.Job) {
+	for _, name := range old.Internal.Limits {
+		e, ok := kvlimits.ParseEntry(name)
+		if !ok {
+			continue
+		}
+		waiting := false
+		err := s.limits.Update(context.WithoutCancel(ctx), e, func(st *kvlimits.State) bool {
+			waiting = st.Waiting > 0
+			return st.Release(old.ID, old.Internal.Token)
+		})
+		if err != nil {
+			s.log.Warn("rate limit slot not released; it is reclaimed later", "limit", e, "job", old.ID, "error", err)
+		}
+		if waiting || err != nil {
+			s.promoter.kick(e)
+		}
+	}
+}
+
+// limitEntryNames lists the entry names of checks, as stored on the record.
+func limitEntryNames(checks []limitCheck) []string {
+	if len(checks) == 0 {
+		return nil
+	}
+	out := make([]string, len(checks))
+	for i, c := range checks {
+		out[i] = c.entry.Name()
+	}
+	return out
+}
+
+// ReschedulePause is how far a job refused by a concurrency limit (or a
+// FIFO wait) under on_limit reschedule is scheduled: when a slot frees is
+// not known in advance.
+const ReschedulePause = 5 * time.Second
+
+// onLimited handles a claim refused by a limit, following the job's
+// on_limit. j is the job's record, still available.
+func (s *Service) onLimited(ctx context.Context, msg jetstream.Msg, j *ojs.Job, r *limitRefusal) error {
+	d := r.denial
+	s.events.Publish(EventRateLimitExceeded, r.entry.Key, map[string]any{
+		"key": r.entry.Key, "scope": r.entry.Scope, "strategy": d.Strategy, "limit": d.Limit,
+		"current": d.Current, "job_id": j.ID, "job_type": j.Type, "queue": j.Queue,
+	})
+	s.met.RateLimitExceeded(ctx, r.entry.Key, d.Strategy)
+	switch j.RateLimit.Action() {
+	case ojs.OnLimitReschedule:
+		at := d.RetryAt
+		if at.IsZero() || !at.After(s.now()) {
+			at = s.now().Add(ReschedulePause)
+		}
+		if err := s.rescheduleLimited(ctx, j, at); err != nil && !errors.Is(err, errStale) {
+			return err
+		}
+		_ = msg.Ack()
+	case ojs.OnLimitDrop:
+		if err := s.dropLimited(ctx, j, r); err != nil && !errors.Is(err, errStale) {
+			return err
+		}
+		_ = msg.Ack()
+	default:
+		parkedAt := jobstore.ParkedAt(msg.Headers())
+		if parkedAt.IsZero() {
+			parkedAt = s.now()
+		}
+		if err := s.store.Park(ctx, r.entry.Name(), j, parkedAt); err != nil {
+			return err
+		}
+		_ = msg.Ack()
+		s.promoter.parked(r.entry, d)
+	}
+	return nil
+}
+
+// rescheduleLimited moves an available job refused by a limit to
+// scheduled at at (on_limit reschedule).
+func (s *Service) rescheduleLimited(ctx context.Context, j *ojs.Job, at time.Time) error {
+	token := j.Internal.Token
+	nj, old, err := s.transition(ctx, j.ID, func(j *ojs.Job) (*ojs.Job, func(context.Context, *ojs.Job) error, error) {
+		if j.State != ojs.StateAvailable || j.Internal.Token != token {
+			return nil, nil, errStale
+		}
+		nj := j.Clone()
+		nj.State = ojs.StateScheduled
+		nj.ScheduledAt = ojs.NewTime(at)
+		nj.Internal.Token = jobstore.NewToken()
+		return nj, func(ctx context.Context, nj *ojs.Job) error {
+			return s.store.SetTimer(ctx, topology.TimerDue, nj.ID, nj.Internal.Token, at)
+		}, nil
+	})
+	if err != nil {
+		return err
+	}
+	s.stats.move(nj.Queue, old.State, nj.State)
+	s.events.PublishJob(EventJobScheduled, nj, map[string]any{"reason": "rate_limit"})
+	return nil
+}
+
+// dropLimited discards an available job refused by a limit (on_limit
+// drop), with the reason in its error.
+func (s *Service) dropLimited(ctx context.Context, j *ojs.Job, r *limitRefusal) error {
+	token := j.Internal.Token
+	nj, old, err := s.transition(ctx, j.ID, func(j *ojs.Job) (*ojs.Job, func(context.Context, *ojs.Job) error, error) {
+		if j.State != ojs.StateAvailable || j.Internal.Token != token {
+			return nil, nil, errStale
+		}
+		now := s.now()
+		nj := j.Clone()
+		nj.State = ojs.StateDiscarded
+		nj.DiscardedAt = ojs.NewTime(now)
+		msg := fmt.Sprintf("dropped by rate limit %s %q (%s limit reached; on_limit drop)", r.entry.Scope, r.entry.Key, r.denial.Strategy)
+		nj.Error = &ojs.JobError{Code: ojs.ErrorTypeRateLimited, Type: ojs.ErrorTypeRateLimited, Message: msg, At: ojs.NewTime(now)}
+		nj.Errors = append(nj.Errors, *nj.Error)
+		nj.Internal.Token = jobstore.NewToken()
+		return nj, func(ctx context.Context, nj *ojs.Job) error {
+			return s.store.PutDead(ctx, jobstore.DeadEntry{JobID: nj.ID, Queue: nj.Queue, DiscardedAt: nj.DiscardedAt})
+		}, nil
+	})
+	if err != nil {
+		return err
+	}
+	s.stats.move(nj.Queue, old.State, nj.State)
+	s.events.Publish(EventRateLimitDropped, nj.ID, map[string]any{
+		"key": r.entry.Key, "scope": r.entry.Scope, "strategy": r.denial.Strategy, "job_id": nj.ID, "job_type": nj.Type, "queue": nj.Queue,
+	})
+	s.events.PublishJob(EventJobDiscarded, nj, nil)
+	s.met.JobDiscarded(ctx, nj.Queue, nj.Type, 0)
+	return nil
+}
+
+// holdKey applies a handler's rate_limit_until to the failed job's key
+// (RL-R003): no job of the key starts before it.
+func (s *Service) holdKey(ctx context.Context, j *ojs.Job, e ojs.JobError) {
+	if e.RateLimitUntil == nil || j.RateLimit == nil || !e.RateLimitUntil.After(s.now()) {
+		return
+	}
+	entry := kvlimits.KeyEntry(j.RateLimit.Key)
+	until := e.RateLimitUntil.Time
+	reason := e.Message
+	var changed bool
+	err := s.limits.Update(ctx, entry, func(st *kvlimits.State) bool {
+		changed = st.Hold(until, reason)
+		return changed
+	})
+	if err != nil {
+		s.log.Warn("rate_limit_until not applied", "limit", entry, "job", j.ID, "error", err)
+		return
+	}
+	if changed {
+		s.events.Publish(EventRateLimitAdjusted, entry.Key, map[string]any{
+			"key": entry.Key, "until": ojs.NewTime(until), "reason": reason, "job_id": j.ID,
+		})
+		s.promoter.kick(entry)
+	}
+}
+
+// StaleLeaseAge is how old a concurrency lease must be before it can be
+// reclaimed for a job that is not active with the lease's token: longer
+// than a claim can take between counting the start and its own
+// compare-and-swap, so a claim in flight is never robbed.
+const StaleLeaseAge = time.Minute
+
+// verifyLeases reclaims leases of jobs that are no longer active with the
+// lease's token (a process died between a job leaving active and the
+// release). It reads the records of an entry's leases only when the entry
+// is full and has waiters.
+func (s *Service) verifyLeases(ctx context.Context, e kvlimits.Entry) error {
+	st, err := s.limits.Get(ctx, e)
+	if err != nil {
+		if isNotFound(err) {
+			return nil
+		}
+		return err
+	}
+	l := st.Effective(s.now())
+	if st.Waiting == 0 || l.Concurrency == nil || len(st.Active) < *l.Concurrency {
+		return nil
+	}
+	stale := map[string]string{}
+	for id, lease := range st.Active {
+		if s.now().Sub(lease.Since.Time) < StaleLeaseAge {
+			continue
+		}
+		j, _, err := s.store.Get(ctx, id)
+		switch {
+		case isNotFound(err):
+			stale[id] = lease.Token
+		case err != nil:
+			return err
+		case j.State != ojs.StateActive || j.Internal.Token != lease.Token:
+			stale[id] = lease.Token
+		}
+	}
+	if len(stale) == 0 {
+		return nil
+	}
+	err = s.limits.Update(ctx, e, func(st *kvlimits.State) bool {
+		changed := false
+		for id, tok := range stale {
+			if st.Release(id, tok) {
+				changed = true
+			}
+		}
+		return changed
+	})
+	if err == nil {
+		s.log.Info("reclaimed rate limit slots of jobs no longer active", "limit", e, "slots", len(stale))
+	}
+	return err
+}
+
+// startedLimited records a limited job's start: the wait the limits caused
+// (for a job released from waiters), and a look at the entries' waiters
+// (a start under a throttle or window decides when the next may go).
+func (s *Service) startedLimited(ctx context.Context, msg jetstream.Msg, held []heldStart) {
+	parked := jobstore.ParkedAt(msg.Headers())
+	for _, h := range held {
+		if !parked.IsZero() {
+			s.met.RateLimitWaited(ctx, h.entry.Key, s.now().Sub(parked))
+		}
+		if h.waiting {
+			s.promoter.kick(h.entry)
+		}
+	}
+}

@@ -1,0 +1,320 @@
+package admission
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/jetgate/jetgate/admission/ojs"
+	"github.com/jetgate/jetgate/jetstream/jobstore"
+	"github.com/jetgate/jetgate/kvlimits"
+)
+
+// promoter releases the waiters of limit entries when they may start. It
+// is woken by this process's releases, refusals and timers (kick), and by
+// the entries' JetStream limit timers, which any process handles: those
+// make sure no waiter is left behind when the process that would have
+// woken it is gone. Its goroutines belong to the Service and stop with it.
+type promoter struct {
+	s *Service
+
+	mu      sync.Mutex
+	queued  map[string]kvlimits.Entry
+	order   []string
+	running map[string]bool // entries being promoted now
+	again   map[string]bool // kicked while being promoted
+	local   map[string]*time.Timer
+	armed   map[string]time.Time // JetStream limit timers this process set
+	wake    chan struct{}
+	stopped bool
+	wg      sync.WaitGroup
+}
+
+// promoterWorkers is how many entries are promoted at once.
+const promoterWorkers = 4
+
+// LimitBackstop is when an entry whose waiters wait for a running job is
+// looked at again even if no release wakes it (a release lost with its
+// process): its leases are verified then.
+const LimitBackstop = 15 * time.Second
+
+func newPromoter(s *Service) *promoter {
+	return &promoter{
+		s:       s,
+		queued:  map[string]kvlimits.Entry{},
+		running: map[string]bool{},
+		again:   map[string]bool{},
+		local:   map[string]*time.Timer{},
+		armed:   map[string]time.Time{},
+		wake:    make(chan struct{}, 1),
+	}
+}
+
+func (p *promoter) start(ctx context.Context) {
+	for range promoterWorkers {
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			p.work(ctx)
+		}()
+	}
+}
+
+// stop ends the workers and local timers; ctx of start must be cancelled.
+func (p *promoter) stop() {
+	p.mu.Lock()
+	p.stopped = true
+	for k, t := range p.local {
+		t.Stop()
+		delete(p.local, k)
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
+}
+
+// kick asks for an entry to be looked at soon.
+func (p *promoter) kick(e kvlimits.Entry) {
+	name := e.Name()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stopped {
+		return
+	}
+	if p.running[name] {
+		p.again[name] = true
+		return
+	}
+	if _, ok := p.queued[name]; !ok {
+		p.queued[name] = e
+		p.order = append(p.order, name)
+	}
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// parked notes a job parked on an entry refused by d, so the entry is
+// looked at when d may allow a start.
+func (p *promoter) parked(e kvlimits.Entry, d *kvlimits.Denial) {
+	p.kick(e)
+}
+
+func (p *promoter) next() (kvlimits.Entry, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for len(p.order) > 0 {
+		name := p.order[0]
+		p.order = p.order[1:]
+		e, ok := p.queued[name]
+		if !ok {
+			continue
+		}
+		delete(p.queued, name)
+		p.running[name] = true
+		return e, true
+	}
+	return kvlimits.Entry{}, false
+}
+
+func (p *promoter) done(e kvlimits.Entry) {
+	name := e.Name()
+	p.mu.Lock()
+	delete(p.running, name)
+	again := p.again[name]
+	delete(p.again, name)
+	p.mu.Unlock()
+	if again {
+		p.kick(e)
+	}
+}
+
+func (p *promoter) work(ctx context.Context) {
+	for {
+		e, ok := p.next()
+		if !ok {
+			select {
+			case <-ctx.Done():
+				return
+			case <-p.wake:
+				continue
+			}
+		}
+		// Another worker may be waiting on the same wake: pass it on.
+		select {
+		case p.wake <- struct{}{}:
+		default:
+		}
+		pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		if err := p.s.promote(pctx, e); err != nil && ctx.Err() == nil {
+			p.s.log.Warn("rate limit waiters not released; retrying", "limit", e, "error", err)
+			p.at(e, p.s.now().Add(time.Second))
+		}
+		cancel()
+		p.done(e)
+	}
+}
+
+// at wakes the entry at t with a local timer (precise, lost with the
+// process) and makes sure a JetStream limit timer fires soon after
+// (durable, about a second of precision).
+func (p *promoter) at(e kvlimits.Entry, t time.Time) {
+	name := e.Name()
+	now := p.s.now()
+	p.mu.Lock()
+	if p.stopped {
+		p.mu.Unlock()
+		return
+	}
+	if old, ok := p.local[name]; ok {
+		old.Stop()
+	}
+	p.local[name] = time.AfterFunc(max(t.Sub(now), 0), func() {
+		p.mu.Lock()
+		delete(p.local, name)
+		p.mu.Unlock()
+		p.kick(e)
+	})
+	backstop := t.Add(time.Second)
+	armed, ok := p.armed[name]
+	needTimer := !ok || armed.Before(now) || armed.After(backstop.Add(time.Second))
+	if needTimer {
+		p.armed[name] = backstop
+	}
+	p.mu.Unlock()
+	if needTimer {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := p.s.store.SetLimitTimer(ctx, name, backstop); err != nil {
+			p.s.log.Warn("limit timer not set", "limit", e, "error", err)
+			p.mu.Lock()
+			delete(p.armed, name)
+			p.mu.Unlock()
+		}
+	}
+}
+
+// maxPromote bounds the waiters released in one round; more follow in
+// the next round at once.
+const maxPromote = 256
+
+// promote releases as many of an entry's waiters as may start now, oldest
+// of the lowest priority value first, and arranges to look again when
+// more may.
+func (s *Service) promote(ctx context.Context, e kvlimits.Entry) error {
+	now := s.now()
+	var n, waiting int
+	var rev uint64
+	var next time.Time
+	var promised map[string]ojs.Time
+	if err := s.limits.Update(ctx, e, func(st *kvlimits.State) bool {
+		c := st.Clone()
+		n, next = c.Promotable(now, maxPromote)
+		waiting, promised, rev = st.Waiting, st.Promised, st.Revision()
+		return false
+	}); err != nil {
+		return err
+	}
+	if n == 0 {
+		if waiting == 0 {
+			// The hint says nobody waits; make sure (a hint behind the
+			// waiters would leave them unwoken).
+			count, err := s.store.WaitingCount(ctx, e.Name())
+			if err != nil {
+				return err
+			}
+			if waiting = max(count-len(promised), 0); waiting > 0 {
+				if err := s.limits.Update(ctx, e, func(st *kvlimits.State) bool {
+					if st.Waiting >= waiting {
+						return false
+					}
+					st.Waiting = waiting
+					return true
+				}); err != nil {
+					return err
+				}
+			}
+		}
+		if waiting > 0 {
+			if next.IsZero() {
+				// Waiting for running jobs to finish: a release wakes
+				// the entry; the backstop covers a release lost with its
+				// process.
+				next = now.Add(LimitBackstop)
+			}
+			s.promoter.at(e, next)
+		}
+		return nil
+	}
+	ws, err := s.store.Waiters(ctx, e.Name(), n, func(id string) bool {
+		_, ok := promised[id]
+		return ok
+	})
+	if err != nil {
+		return err
+	}
+	if len(ws) == 0 {
+		if waiting > 0 {
+			// Nobody waits after all (a process died between counting a
+			// waiter and storing it): clear the hint, unless the entry
+			// changed meanwhile.
+			return s.limits.Update(ctx, e, func(st *kvlimits.State) bool {
+				if st.Revision() != rev || st.Waiting == 0 {
+					return false
+				}
+				st.Waiting = 0
+				return true
+			})
+		}
+		return nil
+	}
+	var taken []jobstore.Waiter
+	if err := s.limits.Update(ctx, e, func(st *kvlimits.State) bool {
+		k, _ := st.Promotable(now, len(ws))
+		taken = taken[:0]
+		var ids []string
+		for _, w := range ws {
+			if len(ids) == k {
+				break
+			}
+			if _, ok := st.Promised[w.JobID]; ok {
+				continue
+			}
+			ids = append(ids, w.JobID)
+			taken = append(taken, w)
+		}
+		st.Promise(ids, now)
+		return len(ids) > 0
+	}); err != nil {
+		return err
+	}
+	for _, w := range taken {
+		if err := s.store.Promote(ctx, w); err != nil {
+			// The promise lapses after PromiseTTL and the waiter, still
+			// stored, is released again.
+			return err
+		}
+		s.events.Publish(EventRateLimitReleased, e.Key, map[string]any{
+			"key": e.Key, "scope": e.Scope, "job_id": w.JobID, "queue": w.Queue, "priority": w.Priority,
+		})
+	}
+	// Look again: more may start now (a full round), or later.
+	s.promoter.kick(e)
+	return nil
+}
+
+// onLimitTimer handles a fired limit timer: the entry's leases are
+// verified if it is full, and its waiters looked at.
+func (s *Service) onLimitTimer(ctx context.Context, name string) error {
+	e, ok := kvlimits.ParseEntry(name)
+	if !ok {
+		return nil
+	}
+	s.promoter.mu.Lock()
+	delete(s.promoter.armed, name)
+	s.promoter.mu.Unlock()
+	if err := s.verifyLeases(ctx, e); err != nil {
+		return err
+	}
+	return s.promote(ctx, e)
+}
