@@ -175,6 +175,14 @@ func decodeJobError(o object) (ojs.JobError, error) {
 	}
 	je.Details, _ = eo.get("details")
 	je.Backtrace, _ = eo.get("backtrace")
+	if raw, ok := eo.get("rate_limit_until"); ok {
+		// RL-R003: hold the job's rate limit key until then.
+		var t ojs.Time
+		if err := json.Unmarshal(raw, &t); err != nil {
+			return je, invalid("error.rate_limit_until", "an RFC 3339 time", describe(raw))
+		}
+		je.RateLimitUntil = &t
+	}
 	return je, nil
 }
 

@@ -26,6 +26,12 @@ const (
 	TypeQueuePaused  = "queue.paused"
 	TypeQueueResumed = "queue.resumed"
 
+	// Rate limiting events (ojs-rate-limiting.md 11.1).
+	TypeRateLimitExceeded = "rate_limit.exceeded"
+	TypeRateLimitReleased = "rate_limit.released"
+	TypeRateLimitDropped  = "rate_limit.dropped"
+	TypeRateLimitAdjusted = "rate_limit.dynamic_adjusted"
+
 	// Worker events (section 3.4).
 	TypeWorkerStarted   = "worker.started"
 	TypeWorkerStopped   = "worker.stopped"
@@ -43,12 +49,14 @@ const (
 	TypeCronSkipped   = "cron.skipped"
 )
 
-// Catalog lists every event type of ojs-events.md section 3.
+// Catalog lists every event type of ojs-events.md section 3, and the
+// rate limiting extension's.
 var Catalog = []string{
 	TypeJobEnqueued, TypeJobStarted, TypeJobCompleted, TypeJobFailed, TypeJobDiscarded,
 	TypeJobRetrying, TypeJobCancelled, TypeJobHeartbeat, TypeJobScheduled, TypeJobExpired,
 	TypeJobProgress,
 	TypeQueuePaused, TypeQueueResumed,
+	TypeRateLimitExceeded, TypeRateLimitReleased, TypeRateLimitDropped, TypeRateLimitAdjusted,
 	TypeWorkerStarted, TypeWorkerStopped, TypeWorkerQuiet, TypeWorkerHeartbeat,
 	TypeWorkflowStarted, TypeWorkflowStepCompleted, TypeWorkflowCompleted, TypeWorkflowFailed,
 	TypeCronTriggered, TypeCronSkipped,
