@@ -222,7 +222,7 @@ func (s *Service) claim(ctx context.Context, msg jetstream.Msg, req ojs.FetchReq
 		case j.State == ojs.StateActive && j.Internal.HeldToken == ref.Token:
 			return nil, nil, errRedelivered
 		case j.State != ojs.StateAvailable || j.Internal.Token != ref.Token:
-			return nil, nil, errStale
+			return nil, nil, staleOrEarly(j, ref)
 		case j.ExpiresAt != nil && !s.now().Before(j.ExpiresAt.Time):
 			return s.expired(j)
 		}
@@ -235,7 +235,7 @@ func (s *Service) claim(ctx context.Context, msg jetstream.Msg, req ojs.FetchReq
 			nj.Internal.HeldAck, nj.Internal.HeldToken = msg.Reply(), ref.Token
 		} else {
 			leaseTimer = func(ctx context.Context, nj *ojs.Job) error {
-				return s.store.SetTimer(ctx, topology.TimerLease, nj.ID, nj.Internal.Token, nj.Internal.LeaseUntil.Time)
+				return s.store.SetJobTimer(ctx, topology.TimerLease, nj, nj.Internal.LeaseUntil.Time)
 			}
 		}
 		if len(checks) == 0 {
@@ -276,6 +276,9 @@ func (s *Service) claim(ctx context.Context, msg jetstream.Msg, req ojs.FetchReq
 		return nil, s.redelivered(ctx, old, msg)
 	case errors.Is(err, errStale):
 		_ = msg.Ack()
+		return nil, nil
+	case errors.Is(err, errEarly):
+		s.early(msg)
 		return nil, nil
 	case errors.Is(err, errLimited):
 		if err := s.onLimited(ctx, msg, old, refusal); err != nil {
@@ -325,6 +328,16 @@ func (s *Service) activate(j *ojs.Job, req ojs.FetchRequest, now time.Time) *ojs
 	clearHeld(nj)
 	return nj
 }
+
+// errEarly marks a ready message met before the record change it was
+// published for.
+var errEarly = errors.New("ready message ahead of its record")
+
+// early puts back a ready message whose transition is still writing the
+// record, with the growing delays of orphan; a transition that never
+// lands (its process died between the message and the write) leaves the
+// message to be dropped after them.
+func (s *Service) early(msg jetstream.Msg) { s.orphan(msg) }
 
 // orphan puts back a ready message whose record does not exist yet, with
 // a growing delay (50 ms, 100 ms, ... 800 ms), and drops it after that: an

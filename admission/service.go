@@ -259,10 +259,15 @@ func (s *Service) write(ctx context.Context, nj *ojs.Job, rev uint64) (uint64, e
 func (s *Service) read(ctx context.Context, id string, useCache bool) (j *ojs.Job, rev uint64, cached bool, err error) {
 	if useCache {
 		if j, rev, ok := s.records.get(id); ok {
-			return j, rev, true, nil
+			c := *j
+			c.Rev = rev
+			return &c, rev, true, nil
 		}
 	}
 	j, rev, err = s.store.Get(ctx, id)
+	if err == nil {
+		j.Rev = rev
+	}
 	return j, rev, false, err
 }
 

@@ -58,7 +58,15 @@ func (s *Service) onTimer(msg jetstream.Msg) {
 		_ = msg.TermWithReason("unknown timer kind " + kind)
 		return
 	}
-	if err != nil && !errors.Is(err, errStale) && !isNotFound(err) {
+	if errors.Is(err, errEarly) {
+		// Fired before its record was written: look again shortly, a few
+		// times (a transition whose process died never lands).
+		if md, mdErr := msg.Metadata(); mdErr == nil && md.NumDelivered < maxOrphanDeliveries {
+			_ = msg.NakWithDelay(50 * time.Millisecond << (md.NumDelivered - 1))
+			return
+		}
+	}
+	if err != nil && !errors.Is(err, errStale) && !errors.Is(err, errEarly) && !isNotFound(err) {
 		s.log.Warn("timer failed, will retry", "kind", kind, "job", ref.JobID, "error", err)
 		_ = msg.NakWithDelay(time.Second)
 		return
@@ -70,11 +78,22 @@ func (s *Service) onTimer(msg jetstream.Msg) {
 // and forgotten.
 var errStale = errors.New("stale timer")
 
+// staleOrEarly tells a message whose token does not match the record j
+// apart: early when the record is still at the revision the message's
+// transition replaces (published before its compare-and-swap, which has
+// not landed yet), stale otherwise.
+func staleOrEarly(j *ojs.Job, ref jobstore.MsgRef) error {
+	if ref.BaseRev != 0 && j.Rev == ref.BaseRev {
+		return errEarly
+	}
+	return errStale
+}
+
 // due makes a scheduled or retrying job available.
 func (s *Service) due(ctx context.Context, ref jobstore.MsgRef) error {
 	nj, old, err := s.transition(ctx, ref.JobID, func(j *ojs.Job) (*ojs.Job, func(context.Context, *ojs.Job) error, error) {
 		if (j.State != ojs.StateScheduled && j.State != ojs.StateRetryable) || j.Internal.Token != ref.Token {
-			return nil, nil, errStale
+			return nil, nil, staleOrEarly(j, ref)
 		}
 		return s.ready(j, s.now()), s.store.PublishReady, nil
 	})
@@ -94,7 +113,7 @@ func (s *Service) due(ctx context.Context, ref jobstore.MsgRef) error {
 func (s *Service) leaseExpired(ctx context.Context, ref jobstore.MsgRef) error {
 	nj, old, err := s.transition(ctx, ref.JobID, func(j *ojs.Job) (*ojs.Job, func(context.Context, *ojs.Job) error, error) {
 		if j.State != ojs.StateActive || j.Internal.Token != ref.Token {
-			return nil, nil, errStale
+			return nil, nil, staleOrEarly(j, ref)
 		}
 		retryable := true
 		nj, pre := s.failed(j, ojs.JobError{

@@ -104,7 +104,7 @@ func (s *Service) failed(j *ojs.Job, e ojs.JobError) (*ojs.Job, func(context.Con
 		nj.State = ojs.StateRetryable
 		nj.NextAttemptAt = ojs.NewTime(next)
 		return nj, func(ctx context.Context, nj *ojs.Job) error {
-			return s.store.SetTimer(ctx, topology.TimerDue, nj.ID, nj.Internal.Token, next)
+			return s.store.SetJobTimer(ctx, topology.TimerDue, nj, next)
 		}
 	}
 	nj.State = ojs.StateDiscarded

@@ -83,6 +83,11 @@ type Job struct {
 	// Internal is server bookkeeping stored with the record under
 	// "x_jetgate" and never shown to clients (see Public).
 	Internal Internal `json:"x_jetgate,omitzero"`
+
+	// Rev is the revision of the record this copy was read at (0: not
+	// read from the store). A transition's new record carries the
+	// revision it replaces. Not stored.
+	Rev uint64 `json:"-"`
 }
 
 // Internal is the server's bookkeeping on a job record.

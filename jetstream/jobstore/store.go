@@ -21,6 +21,11 @@ import (
 const (
 	HeaderJobID = "Ojs-Job-Id"
 	HeaderToken = "Ojs-Token"
+	// HeaderBaseRev is the record revision the transition that published
+	// a ready message replaces: while the record is still at it, the
+	// transition is in flight (the message is published before the
+	// compare-and-swap), and the message is early, not stale.
+	HeaderBaseRev = "Ojs-Base-Rev"
 )
 
 // ErrConflict is returned by Update when the record changed since it was
@@ -136,6 +141,9 @@ func ReadyMsg(j *ojs.Job) *nats.Msg {
 	m.Header.Set(HeaderJobID, j.ID)
 	m.Header.Set(HeaderToken, j.Internal.Token)
 	m.Header.Set(jetstream.MsgIDHeader, j.ID+":"+j.Internal.Token)
+	if j.Rev > 0 {
+		m.Header.Set(HeaderBaseRev, strconv.FormatUint(j.Rev, 10))
+	}
 	return m
 }
 
@@ -153,6 +161,21 @@ func (s *Store) PublishReady(ctx context.Context, j *ojs.Job) error {
 func (s *Store) SetTimer(ctx context.Context, kind, id, token string, at time.Time) error {
 	if _, err := s.js.PublishMsg(ctx, timerMsg(kind, id, token, at)); err != nil {
 		return fmt.Errorf("set %s timer of %s: %w", kind, id, Unavailable(err))
+	}
+	return nil
+}
+
+// SetJobTimer schedules a timer of kind for the record j is about to be
+// written as, at time at: it carries j's token and the revision j
+// replaces, so a timer that fires before the record is written is told
+// apart from a stale one (see HeaderBaseRev).
+func (s *Store) SetJobTimer(ctx context.Context, kind string, j *ojs.Job, at time.Time) error {
+	m := timerMsg(kind, j.ID, j.Internal.Token, at)
+	if j.Rev > 0 {
+		m.Header.Set(HeaderBaseRev, strconv.FormatUint(j.Rev, 10))
+	}
+	if _, err := s.js.PublishMsg(ctx, m); err != nil {
+		return fmt.Errorf("set %s timer of %s: %w", kind, j.ID, Unavailable(err))
 	}
 	return nil
 }
@@ -222,11 +245,16 @@ func (s *Store) EnsureTimer(ctx context.Context, kind, id, token string, at time
 type MsgRef struct {
 	JobID string
 	Token string
+	// BaseRev is HeaderBaseRev, or 0.
+	BaseRev uint64
 }
 
 // Ref reads the job reference of a ready message or fired timer.
 func Ref(h nats.Header) (MsgRef, bool) {
 	r := MsgRef{JobID: h.Get(HeaderJobID), Token: h.Get(HeaderToken)}
+	if v := h.Get(HeaderBaseRev); v != "" {
+		r.BaseRev, _ = strconv.ParseUint(v, 10, 64)
+	}
 	return r, r.JobID != "" && r.Token != ""
 }
 
