@@ -83,12 +83,15 @@ func (s *Service) acquireLimits(ctx context.Context, nj *ojs.Job, checks []limit
 		var g *kvlimits.Grant
 		var d *kvlimits.Denial
 		var waiting bool
-		now := s.now()
+		var at time.Time
 		err := s.limits.Update(ctx, c.entry, func(st *kvlimits.State) bool {
+			// Read the clock with the state the decision is made on: a
+			// start granted now is later than every release it saw.
+			at = s.now()
 			g, d = st.Acquire(kvlimits.Request{
 				JobID: nj.ID, Token: nj.Internal.Token, Declared: c.declared,
 				Promoted: promoted, InLine: inLine,
-			}, now)
+			}, at)
 			waiting = st.Waiting > 0
 			return true
 		})
@@ -101,6 +104,13 @@ func (s *Service) acquireLimits(ctx context.Context, nj *ojs.Job, checks []limit
 			return nil, &limitRefusal{entry: c.entry, denial: d}, nil
 		}
 		held = append(held, heldStart{entry: c.entry, grant: g, waiting: waiting})
+		// The record's started_at is the time the job's own key counted
+		// the start, so windows and throttle spacing can be checked from
+		// the records.
+		if vis := nj.Internal.LeaseUntil.Sub(nj.StartedAt.Time); at.After(nj.StartedAt.Time) {
+			nj.StartedAt = ojs.NewTime(at)
+			nj.Internal.LeaseUntil = ojs.NewTime(at.Add(vis))
+		}
 	}
 	return held, nil, nil
 }
@@ -211,7 +221,7 @@ func (s *Service) rescheduleLimited(ctx context.Context, j *ojs.Job, at time.Tim
 		nj.ScheduledAt = ojs.NewTime(at)
 		nj.Internal.Token = jobstore.NewToken()
 		return nj, func(ctx context.Context, nj *ojs.Job) error {
-			return s.store.SetTimer(ctx, topology.TimerDue, nj.ID, nj.Internal.Token, at)
+			return s.store.SetJobTimer(ctx, topology.TimerDue, nj, at)
 		}, nil
 	})
 	if err != nil {
@@ -302,19 +312,19 @@ func (s *Service) verifyLeases(ctx context.Context, e kvlimits.Entry) error {
 	if st.Waiting == 0 || l.Concurrency == nil || len(st.Active) < *l.Concurrency {
 		return nil
 	}
-	stale := map[string]string{}
-	for id, lease := range st.Active {
+	var stale []kvlimits.Lease
+	for _, lease := range st.Active {
 		if s.now().Sub(lease.Since.Time) < StaleLeaseAge {
 			continue
 		}
-		j, _, err := s.store.Get(ctx, id)
+		j, _, err := s.store.Get(ctx, lease.JobID)
 		switch {
 		case isNotFound(err):
-			stale[id] = lease.Token
+			stale = append(stale, lease)
 		case err != nil:
 			return err
 		case j.State != ojs.StateActive || j.Internal.Token != lease.Token:
-			stale[id] = lease.Token
+			stale = append(stale, lease)
 		}
 	}
 	if len(stale) == 0 {
@@ -322,8 +332,8 @@ func (s *Service) verifyLeases(ctx context.Context, e kvlimits.Entry) error {
 	}
 	err = s.limits.Update(ctx, e, func(st *kvlimits.State) bool {
 		changed := false
-		for id, tok := range stale {
-			if st.Release(id, tok) {
+		for _, l := range stale {
+			if st.Release(l.JobID, l.Token) {
 				changed = true
 			}
 		}

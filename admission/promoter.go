@@ -246,10 +246,10 @@ func (s *Service) promote(ctx context.Context, e kvlimits.Entry) error {
 		}
 		return nil
 	}
-	ws, err := s.store.Waiters(ctx, e.Name(), n, func(id string) bool {
-		_, ok := promised[id]
-		return ok
-	})
+	// Promised waiters are read again too: one whose ready message did
+	// not get out (the promise is written first) is published again,
+	// which the ready stream deduplicates.
+	ws, err := s.store.Waiters(ctx, e.Name(), n+len(promised), nil)
 	if err != nil {
 		return err
 	}
@@ -268,35 +268,62 @@ func (s *Service) promote(ctx context.Context, e kvlimits.Entry) error {
 		}
 		return nil
 	}
-	var taken []jobstore.Waiter
-	if err := s.limits.Update(ctx, e, func(st *kvlimits.State) bool {
-		k, _ := st.Promotable(now, len(ws))
-		taken = taken[:0]
-		var ids []string
-		for _, w := range ws {
-			if len(ids) == k {
-				break
-			}
-			if _, ok := st.Promised[w.JobID]; ok {
-				continue
-			}
-			ids = append(ids, w.JobID)
-			taken = append(taken, w)
+	// A waiter whose job moved on (cancelled, or started from a copy of
+	// its message) is dropped rather than given a slot.
+	live := ws[:0]
+	for _, w := range ws {
+		j, _, err := s.store.Get(ctx, w.JobID)
+		switch {
+		case err != nil && !isNotFound(err):
+			return err
+		case err == nil && j.State == ojs.StateAvailable && j.Internal.Token == w.Token:
+			live = append(live, w)
+		default:
+			s.store.Drop(ctx, w)
 		}
-		st.Promise(ids, now)
-		return len(ids) > 0
+	}
+	var taken, gone []jobstore.Waiter
+	if err := s.limits.Update(ctx, e, func(st *kvlimits.State) bool {
+		k, _ := st.Promotable(now, len(live))
+		taken, gone = taken[:0], gone[:0]
+		changed := false
+		for _, w := range live {
+			_, promisedNow := st.Promised[w.JobID]
+			switch {
+			case st.WasReleased(w.Seq) && promisedNow:
+				taken = append(taken, w) // publish again, slot already kept
+			case st.WasReleased(w.Seq):
+				gone = append(gone, w) // released and started already
+			case k > 0 && !promisedNow:
+				st.Promise(w.JobID, w.Seq, now)
+				taken = append(taken, w)
+				changed = true
+				k--
+			}
+		}
+		return changed
 	}); err != nil {
 		return err
 	}
+	for _, w := range gone {
+		s.store.Drop(ctx, w)
+	}
 	for _, w := range taken {
 		if err := s.store.Promote(ctx, w); err != nil {
-			// The promise lapses after PromiseTTL and the waiter, still
-			// stored, is released again.
+			// The waiter stays stored and promised: the next round
+			// publishes it again.
 			return err
 		}
 		s.events.Publish(EventRateLimitReleased, e.Key, map[string]any{
 			"key": e.Key, "scope": e.Scope, "job_id": w.JobID, "queue": w.Queue, "priority": w.Priority,
 		})
+	}
+	if len(taken) == 0 {
+		if next.IsZero() {
+			next = now.Add(LimitBackstop)
+		}
+		s.promoter.at(e, next)
+		return nil
 	}
 	// Look again: more may start now (a full round), or later.
 	s.promoter.kick(e)

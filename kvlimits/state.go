@@ -2,6 +2,7 @@ package kvlimits
 
 import (
 	"maps"
+	"slices"
 	"time"
 
 	"github.com/jetgate/jetgate/admission/ojs"
@@ -43,7 +44,9 @@ type State struct {
 	// Until holds every start of the key until then (rate_limit_until).
 	Until       *ojs.Time `json:"rate_limit_until,omitempty"`
 	UntilReason string    `json:"rate_limit_until_reason,omitempty"`
-	// Active is the concurrency lease set: the jobs holding a slot, by id.
+	// Active is the concurrency lease set: the activations holding a
+	// slot, by LeaseKey (job id and activation token), so an activation
+	// can only ever take back its own slot.
 	Active map[string]Lease `json:"active,omitempty"`
 	// Promised are waiters released back to the ready stream whose slot
 	// is kept for them until they start or PromiseTTL passes.
@@ -52,6 +55,10 @@ type State struct {
 	Window *WindowState `json:"window,omitempty"`
 	// ThrottleNext is the earliest next start allowed by the throttle.
 	ThrottleNext *ojs.Time `json:"throttle_next,omitempty"`
+	// Released are the wait sequences of the latest waiters released,
+	// newest last (at most MaxReleased): a waiter is released once, even
+	// when two processes read it before either removed it.
+	Released []uint64 `json:"released,omitempty"`
 	// Waiting counts jobs parked on this key. It is a hint that keeps new
 	// jobs behind older waiters; the wait subjects hold the truth.
 	Waiting int `json:"waiting"`
@@ -64,9 +71,13 @@ type State struct {
 // Lease is a concurrency slot held by an active job (by the token of its
 // activation, so a lease whose job moved on can be told apart).
 type Lease struct {
+	JobID string   `json:"job_id"`
 	Token string   `json:"token"`
 	Since ojs.Time `json:"since"`
 }
+
+// LeaseKey is the key of an activation's lease in State.Active.
+func LeaseKey(jobID, token string) string { return jobID + ":" + token }
 
 // Override temporarily replaces limits of a key (RL-R004).
 type Override struct {
@@ -168,6 +179,8 @@ type Grant struct {
 	Leased   bool
 	Window   time.Time // start of the window counted in, or zero
 	Throttle bool
+	// token is the activation the lease was taken for.
+	token string
 	// prevNext is ThrottleNext before this start, restored by Undo when
 	// no later start moved it.
 	prevNext *ojs.Time
@@ -221,8 +234,8 @@ func (s *State) Acquire(r Request, now time.Time) (*Grant, *Denial) {
 		if s.Active == nil {
 			s.Active = map[string]Lease{}
 		}
-		s.Active[jobID] = Lease{Token: token, Since: ojs.Time{Time: now.UTC()}}
-		g.Leased = true
+		s.Active[LeaseKey(jobID, token)] = Lease{JobID: jobID, Token: token, Since: ojs.Time{Time: now.UTC()}}
+		g.Leased, g.token = true, token
 	}
 	if l.Rate != nil {
 		s.Window.Count++
@@ -253,6 +266,11 @@ func (s *State) decide(r Request, wasPromised bool, now time.Time) *Denial {
 	}
 	if w := l.Rate; w != nil {
 		winStart := now.Truncate(w.Period.D())
+		if s.Window != nil && winStart.Before(s.Window.Start.Time) {
+			// Another process already counted a start in a later window
+			// (its clock read came later): this window is closed.
+			return &Denial{Strategy: StrategyRate, Limit: w.Limit, Current: w.Limit, RetryAt: s.Window.Start.Time}
+		}
 		if s.Window == nil || !s.Window.Start.Equal(winStart) {
 			s.Window = &WindowState{Start: ojs.Time{Time: winStart.UTC()}}
 		}
@@ -271,7 +289,7 @@ func (s *State) decide(r Request, wasPromised bool, now time.Time) *Denial {
 // otherwise the start stays counted (a lost start, never an extra one).
 func (s *State) Undo(g *Grant) {
 	if g.Leased {
-		delete(s.Active, g.JobID)
+		delete(s.Active, LeaseKey(g.JobID, g.token))
 	}
 	if !g.Window.IsZero() && s.Window != nil && s.Window.Start.Equal(g.Window) && s.Window.Count > 0 {
 		s.Window.Count--
@@ -287,11 +305,11 @@ func (s *State) Undo(g *Grant) {
 // Release frees the slot a job held from its activation with token, as
 // it leaves active. It reports whether a slot was held.
 func (s *State) Release(jobID, token string) bool {
-	l, ok := s.Active[jobID]
-	if !ok || (token != "" && l.Token != token) {
+	k := LeaseKey(jobID, token)
+	if _, ok := s.Active[k]; !ok {
 		return false
 	}
-	delete(s.Active, jobID)
+	delete(s.Active, k)
 	return true
 }
 
@@ -352,19 +370,25 @@ func maxInt(a, b int) int {
 // Revision is the entry revision the state was read at (0: new entry).
 func (s *State) Revision() uint64 { return s.rev }
 
-// Promise records waiters released to the ready stream.
-func (s *State) Promise(ids []string, now time.Time) {
-	if len(ids) == 0 {
-		return
-	}
+// MaxReleased bounds State.Released.
+const MaxReleased = 256
+
+// Promise records a waiter (job id, wait sequence) released to the ready
+// stream.
+func (s *State) Promise(jobID string, seq uint64, now time.Time) {
 	if s.Promised == nil {
 		s.Promised = map[string]ojs.Time{}
 	}
-	for _, id := range ids {
-		s.Promised[id] = ojs.Time{Time: now.UTC()}
+	s.Promised[jobID] = ojs.Time{Time: now.UTC()}
+	s.Waiting = max(s.Waiting-1, 0)
+	s.Released = append(s.Released, seq)
+	if n := len(s.Released); n > MaxReleased {
+		s.Released = append(s.Released[:0:0], s.Released[n-MaxReleased:]...)
 	}
-	s.Waiting = max(s.Waiting-len(ids), 0)
 }
+
+// WasReleased reports whether the waiter stored at seq was released.
+func (s *State) WasReleased(seq uint64) bool { return slices.Contains(s.Released, seq) }
 
 // Hold stops every start of the key until t (rate_limit_until). A later
 // hold extends it; an earlier one does not shorten it.
@@ -397,6 +421,7 @@ func (s *State) Clone() *State {
 	c := *s
 	c.Active = maps.Clone(s.Active)
 	c.Promised = maps.Clone(s.Promised)
+	c.Released = slices.Clone(s.Released)
 	if s.Window != nil {
 		w := *s.Window
 		c.Window = &w

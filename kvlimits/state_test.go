@@ -50,7 +50,7 @@ func TestWaitersGoFirst(t *testing.T) {
 	if n, _ := s.Promotable(t0, 10); n != 1 {
 		t.Fatalf("promotable = %d, want 1", n)
 	}
-	s.Promise([]string{"w"}, t0)
+	s.Promise("w", 1, t0)
 	if _, d := s.Acquire(Request{JobID: "new", Token: "tn", Declared: conc(1), InLine: true}, t0); d == nil {
 		t.Fatal("a newcomer took the slot promised to a waiter")
 	}

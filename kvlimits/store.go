@@ -115,7 +115,8 @@ func (s *Store) entry(e Entry) *entry {
 
 // Update applies fn to the entry's current state and writes the result if
 // fn reports a change, all as one compare-and-swap; on a lost race fn runs
-// again on the fresh state. fn must depend only on the state it is given
+// again on the fresh state. A run that changes nothing is trusted only on
+// a fresh read, never on the cached state. fn must depend only on the state it is given
 // (it may record its outcome in variables it closes over: the last run is
 // the one that was written). A missing entry starts as an empty State.
 func (s *Store) Update(ctx context.Context, e Entry, fn func(*State) bool) error {
@@ -166,12 +167,13 @@ func (s *Store) write(ctx context.Context, en *entry, batch []*change) error {
 	ctx, cancel := context.WithTimeout(ctx, jobstoreTimeout)
 	defer cancel()
 	for range maxConflicts {
+		fresh := false
 		if en.state == nil {
 			st, rev, err := s.read(ctx, en.e)
 			if err != nil {
 				return err
 			}
-			en.state, en.rev = st, rev
+			en.state, en.rev, fresh = st, rev, true
 		}
 		next := en.state.Clone()
 		next.rev = en.rev
@@ -182,7 +184,14 @@ func (s *Store) write(ctx context.Context, en *entry, batch []*change) error {
 			}
 		}
 		if !changed {
-			return nil
+			if fresh {
+				return nil
+			}
+			// Nothing to write, decided on the cached state: only a
+			// compare-and-swap would have proved it current, so decide
+			// again on a fresh read.
+			en.state = nil
+			continue
 		}
 		b, err := json.Marshal(next)
 		if err != nil {

@@ -1,0 +1,275 @@
+package admission_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jetgate/jetgate/admission"
+	"github.com/jetgate/jetgate/admission/ojs"
+	"github.com/jetgate/jetgate/jetstream/natstest"
+)
+
+// keyPolicy is one key's random limits in the property test.
+type keyPolicy struct {
+	key         string
+	concurrency int           // 0: none
+	rateLimit   int           // 0: none
+	ratePeriod  time.Duration //
+	throttle    time.Duration // spacing; 0: none
+}
+
+func (p keyPolicy) json() string {
+	s := fmt.Sprintf(`{"key":%q`, p.key)
+	if p.concurrency > 0 {
+		s += fmt.Sprintf(`,"concurrency":%d`, p.concurrency)
+	}
+	if p.rateLimit > 0 {
+		s += fmt.Sprintf(`,"rate":{"limit":%d,"period":%q}`, p.rateLimit, ojs.FormatISODuration(p.ratePeriod))
+	}
+	if p.throttle > 0 {
+		s += fmt.Sprintf(`,"throttle":{"limit":1,"period":%q}`, ojs.FormatISODuration(p.throttle))
+	}
+	return s + "}"
+}
+
+// attempt is one start of a job as the observer saw it.
+type attempt struct {
+	job     string
+	key     string
+	n       int
+	start   time.Time // the record's started_at: the time the limits counted
+	end     time.Time // taken before the ack; for a crash, the stall time
+	crashed bool
+}
+
+// The issue's property test: 3 jetgate instances on one server, 32
+// workers, 2,000 jobs over 20 keys with random concurrency, window and
+// throttle policies, and workers that crash (never ack). An independent
+// observer records every start and end: no key ever exceeds its
+// concurrency (RL-001), no window exceeds its limit (RL-R001), no two
+// throttled starts are closer than period/limit minus 5 ms (RL-R002), and
+// every job completes exactly once.
+func TestRateLimitProperties3Instances(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long property test")
+	}
+	t.Parallel()
+	const (
+		nJobs, nKeys, nWorkers = 2000, 20, 32
+		crashRate              = 0.03
+		queue                  = "prop"
+	)
+	s := natstest.RunServer(t)
+	var svcs []*admission.Service
+	for range 3 {
+		_, js := natstest.Connect(t, s)
+		svcs = append(svcs, setupCfg(t, js, admission.Config{}).svc)
+	}
+	rng := rand.New(rand.NewPCG(7, 11))
+	pols := make([]keyPolicy, nKeys)
+	for i := range pols {
+		p := keyPolicy{key: fmt.Sprintf("tenant:%02d.api", i)}
+		switch i % 4 {
+		case 0:
+			p.concurrency = 1 + rng.IntN(3)
+		case 1:
+			p.rateLimit, p.ratePeriod = 20+rng.IntN(20), 500*time.Millisecond
+		case 2:
+			p.throttle = time.Duration(10+rng.IntN(10)) * time.Millisecond
+		case 3:
+			p.concurrency = 2 + rng.IntN(3)
+			p.rateLimit, p.ratePeriod = 40, 500*time.Millisecond
+			p.throttle = 8 * time.Millisecond
+		}
+		pols[i] = p
+	}
+	byKey := map[string]keyPolicy{}
+	for _, p := range pols {
+		byKey[p.key] = p
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ids := make([]string, nJobs)
+	var done atomic.Int64
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < nJobs; i += 8 {
+				p := pols[i%nKeys]
+				body := fmt.Sprintf(`{"type":"prop.job","args":[%d],"queue":%q,"rate_limit":%s,"retry":{"max_attempts":20,"initial_interval":"PT0.1S","max_interval":"PT0.2S","jitter":false}}`, i, queue, p.json())
+				j, err := svcs[i%3].Enqueue(ctx, mustParse(t, body))
+				if err != nil {
+					t.Errorf("enqueue %d: %v", i, err)
+					return
+				}
+				ids[i] = j.ID
+			}
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+
+	var mu sync.Mutex
+	var attempts []attempt
+	acked := map[string]int{}
+	for w := range nWorkers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			wr := rand.New(rand.NewPCG(uint64(w), 99))
+			for done.Load() < nJobs && ctx.Err() == nil {
+				svc := svcs[wr.IntN(len(svcs))]
+				jobs, err := svc.Fetch(ctx, ojs.FetchRequest{Queues: []string{queue}, Count: 1,
+					WorkerID: fmt.Sprintf("w%d", w), VisibilityTimeout: time.Second})
+				if err != nil {
+					t.Errorf("fetch: %v", err)
+					return
+				}
+				if len(jobs) == 0 {
+					time.Sleep(2 * time.Millisecond)
+					continue
+				}
+				j := jobs[0]
+				a := attempt{job: j.ID, key: j.RateLimit.Key, n: j.Attempt, start: j.StartedAt.Time}
+				time.Sleep(time.Duration(wr.IntN(4000)) * time.Microsecond)
+				if wr.Float64() < crashRate {
+					a.crashed = true // the worker dies: no ack, the lease expires
+					mu.Lock()
+					attempts = append(attempts, a)
+					mu.Unlock()
+					continue
+				}
+				a.end = time.Now()
+				res, err := svc.Ack(ctx, ojs.AckRequest{JobID: j.ID})
+				if err != nil {
+					t.Errorf("ack %s: %v", j.ID, err)
+					return
+				}
+				mu.Lock()
+				attempts = append(attempts, a)
+				if res.State == ojs.StateCompleted {
+					acked[j.ID]++
+				}
+				mu.Unlock()
+				done.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		for _, id := range ids {
+			j, err := svcs[0].Get(context.Background(), id)
+			if err == nil && j.State != ojs.StateCompleted {
+				t.Logf("unfinished job %s: %s, attempt %d, key %s", id, j.State, j.Attempt, j.RateLimit.Key)
+			}
+		}
+		t.Fatalf("only %d of %d jobs completed in time", done.Load(), nJobs)
+	}
+
+	// Every job completed exactly once; crashed attempts end at their
+	// stall, as the record tells.
+	for _, id := range ids {
+		j, err := svcs[0].Get(context.Background(), id)
+		if err != nil || j.State != ojs.StateCompleted || acked[id] != 1 {
+			t.Fatalf("job %s: state %v, acked %d times, %v", id, j.State, acked[id], err)
+		}
+		for i := range attempts {
+			a := &attempts[i]
+			if a.job != id || !a.crashed {
+				continue
+			}
+			for _, e := range j.Errors {
+				if e.Attempt == a.n && e.At != nil {
+					a.end = e.At.Time
+				}
+			}
+			if a.end.IsZero() {
+				t.Fatalf("job %s attempt %d crashed but the record has no stall", id, a.n)
+			}
+		}
+	}
+	checkLimits(t, attempts, byKey)
+	t.Logf("%d jobs, %d attempts (%d crashed)", nJobs, len(attempts), len(attempts)-nJobs)
+
+	// The limit state agrees: no slot is left held, nothing waits.
+	for _, p := range pols {
+		st, err := svcs[1].RateLimit(context.Background(), p.key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (st.Concurrency != nil && st.Concurrency.Active != 0) || st.WaitingCount != 0 {
+			t.Errorf("key %s after the run: %+v (concurrency %+v)", p.key, st, st.Concurrency)
+		}
+	}
+}
+
+// checkLimits asserts the observed attempts never broke a key's limits.
+func checkLimits(t *testing.T, attempts []attempt, byKey map[string]keyPolicy) {
+	t.Helper()
+	per := map[string][]attempt{}
+	for _, a := range attempts {
+		per[a.key] = append(per[a.key], a)
+	}
+	for key, as := range per {
+		p := byKey[key]
+		if p.concurrency > 0 {
+			type ev struct {
+				at    time.Time
+				delta int
+			}
+			var evs []ev
+			for _, a := range as {
+				evs = append(evs, ev{a.start, +1}, ev{a.end, -1})
+			}
+			// Ends before starts at the same instant.
+			sort.Slice(evs, func(i, j int) bool {
+				if evs[i].at.Equal(evs[j].at) {
+					return evs[i].delta < evs[j].delta
+				}
+				return evs[i].at.Before(evs[j].at)
+			})
+			n, peak := 0, 0
+			for _, e := range evs {
+				n += e.delta
+				peak = max(peak, n)
+			}
+			if peak > p.concurrency {
+				t.Errorf("RL-001: key %s had %d jobs active at once, limit %d", key, peak, p.concurrency)
+			}
+		}
+		starts := make([]time.Time, len(as))
+		for i, a := range as {
+			starts[i] = a.start
+		}
+		slices.SortFunc(starts, func(a, b time.Time) int { return a.Compare(b) })
+		if p.rateLimit > 0 {
+			windows := map[time.Time]int{}
+			for _, s := range starts {
+				windows[s.Truncate(p.ratePeriod)]++
+			}
+			for w, n := range windows {
+				if n > p.rateLimit {
+					t.Errorf("RL-R001: key %s window %s admitted %d starts, limit %d", key, w, n, p.rateLimit)
+				}
+			}
+		}
+		if p.throttle > 0 {
+			for i := 1; i < len(starts); i++ {
+				if gap := starts[i].Sub(starts[i-1]); gap < p.throttle-5*time.Millisecond {
+					t.Errorf("RL-R002: key %s starts %s apart, spacing %s", key, gap, p.throttle)
+				}
+			}
+		}
+	}
+}
