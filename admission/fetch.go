@@ -266,7 +266,18 @@ func (s *Service) claim(ctx context.Context, msg jetstream.Msg, req ojs.FetchReq
 		nj, old, err = s.transition(ctx, ref.JobID, apply)
 	}
 	if err != nil && len(held) > 0 {
-		s.undoStarts(ctx, held)
+		if errors.Is(err, ojs.ErrUnavailable) {
+			// The record may have been written all the same (a lost
+			// answer): keep the starts, and release the slots later
+			// unless the job turns out active with them.
+			for _, h := range held {
+				if h.grant.Leased {
+					s.promoter.reclaimLater(h.entry, h.grant.JobID, h.grant.Token())
+				}
+			}
+		} else {
+			s.undoStarts(ctx, held)
+		}
 	}
 	switch {
 	case isNotFound(err):

@@ -96,6 +96,10 @@ func (s *Service) acquireLimits(ctx context.Context, nj *ojs.Job, checks []limit
 			return true
 		})
 		if err != nil {
+			// The start may have been written all the same (a lost
+			// answer): the job will not become active from this claim, so
+			// its slot is reclaimed once the outcome can be read.
+			s.promoter.reclaimLater(c.entry, nj.ID, nj.Internal.Token)
 			s.undoStarts(ctx, held)
 			return nil, nil, err
 		}
@@ -123,9 +127,10 @@ func (s *Service) undoStarts(ctx context.Context, held []heldStart) {
 			return true
 		})
 		if err != nil {
-			// A lease left behind is reclaimed by verifyLeases; a window
-			// or throttle start left counted only admits less.
-			s.log.Warn("rate limit start not taken back", "limit", h.entry, "job", h.grant.JobID, "error", err)
+			// The slot is reclaimed later unless the job is active with
+			// it; a window or throttle start left counted only admits less.
+			s.log.Warn("rate limit start not taken back yet", "limit", h.entry, "job", h.grant.JobID, "error", err)
+			s.promoter.reclaimLater(h.entry, h.grant.JobID, h.grant.Token())
 		}
 		s.promoter.kick(h.entry)
 	}
@@ -145,9 +150,11 @@ func (s *Service) releaseLimits(ctx context.Context, old *ojs.Job) {
 			return st.Release(old.ID, old.Internal.Token)
 		})
 		if err != nil {
-			s.log.Warn("rate limit slot not released; it is reclaimed later", "limit", e, "job", old.ID, "error", err)
+			s.log.Warn("rate limit slot not released yet; retrying", "limit", e, "job", old.ID, "error", err)
+			s.promoter.reclaimLater(e, old.ID, old.Internal.Token)
+			continue
 		}
-		if waiting || err != nil {
+		if waiting {
 			s.promoter.kick(e)
 		}
 	}

@@ -25,9 +25,13 @@ type promoter struct {
 	again   map[string]bool // kicked while being promoted
 	local   map[string]*time.Timer
 	armed   map[string]time.Time // JetStream limit timers this process set
-	wake    chan struct{}
-	stopped bool
-	wg      sync.WaitGroup
+	// reclaims are slots whose release or undo failed, or whose acquire
+	// had an unknown outcome (NATS unavailable): before the entry's next
+	// promotion round, each is released unless its job is active with it.
+	reclaims map[string][]kvlimits.Lease
+	wake     chan struct{}
+	stopped  bool
+	wg       sync.WaitGroup
 }
 
 // promoterWorkers is how many entries are promoted at once.
@@ -40,13 +44,14 @@ const LimitBackstop = 15 * time.Second
 
 func newPromoter(s *Service) *promoter {
 	return &promoter{
-		s:       s,
-		queued:  map[string]kvlimits.Entry{},
-		running: map[string]bool{},
-		again:   map[string]bool{},
-		local:   map[string]*time.Timer{},
-		armed:   map[string]time.Time{},
-		wake:    make(chan struct{}, 1),
+		s:        s,
+		queued:   map[string]kvlimits.Entry{},
+		running:  map[string]bool{},
+		again:    map[string]bool{},
+		local:    map[string]*time.Timer{},
+		armed:    map[string]time.Time{},
+		reclaims: map[string][]kvlimits.Lease{},
+		wake:     make(chan struct{}, 1),
 	}
 }
 
@@ -92,6 +97,24 @@ func (p *promoter) kick(e kvlimits.Entry) {
 	case p.wake <- struct{}{}:
 	default:
 	}
+}
+
+// reclaimLater queues the slot of an activation of jobID (token) to be
+// released in a second unless the job is active with it by then.
+func (p *promoter) reclaimLater(e kvlimits.Entry, jobID, token string) {
+	p.mu.Lock()
+	p.reclaims[e.Name()] = append(p.reclaims[e.Name()], kvlimits.Lease{JobID: jobID, Token: token})
+	p.mu.Unlock()
+	p.at(e, p.s.now().Add(time.Second))
+}
+
+// takeReclaims returns and forgets the pending reclaims of an entry.
+func (p *promoter) takeReclaims(e kvlimits.Entry) []kvlimits.Lease {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ls := p.reclaims[e.Name()]
+	delete(p.reclaims, e.Name())
+	return ls
 }
 
 // parked notes a job parked on an entry refused by d, so the entry is
@@ -202,6 +225,9 @@ const maxPromote = 256
 // of the lowest priority value first, and arranges to look again when
 // more may.
 func (s *Service) promote(ctx context.Context, e kvlimits.Entry) error {
+	if err := s.reclaim(ctx, e, s.promoter.takeReclaims(e)); err != nil {
+		return err
+	}
 	now := s.now()
 	var n, waiting int
 	var rev uint64
@@ -328,6 +354,43 @@ func (s *Service) promote(ctx context.Context, e kvlimits.Entry) error {
 	// Look again: more may start now (a full round), or later.
 	s.promoter.kick(e)
 	return nil
+}
+
+// reclaim releases the slots of ls whose job is not active with them; on
+// a failure the rest are queued again.
+func (s *Service) reclaim(ctx context.Context, e kvlimits.Entry, ls []kvlimits.Lease) error {
+	var free []kvlimits.Lease
+	for i, l := range ls {
+		j, _, err := s.store.Get(ctx, l.JobID)
+		if err != nil && !isNotFound(err) {
+			for _, r := range ls[i:] {
+				s.promoter.reclaimLater(e, r.JobID, r.Token)
+			}
+			return err
+		}
+		if err == nil && j.State == ojs.StateActive && j.Internal.Token == l.Token {
+			continue // the job did start with it: its own release frees it
+		}
+		free = append(free, l)
+	}
+	if len(free) == 0 {
+		return nil
+	}
+	err := s.limits.Update(ctx, e, func(st *kvlimits.State) bool {
+		changed := false
+		for _, l := range free {
+			if st.Release(l.JobID, l.Token) {
+				changed = true
+			}
+		}
+		return changed
+	})
+	if err != nil {
+		for _, l := range free {
+			s.promoter.reclaimLater(e, l.JobID, l.Token)
+		}
+	}
+	return err
 }
 
 // onLimitTimer handles a fired limit timer: the entry's leases are

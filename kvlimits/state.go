@@ -284,6 +284,9 @@ func (s *State) decide(r Request, wasPromised bool, now time.Time) *Denial {
 	return nil
 }
 
+// Token is the activation the grant's lease was taken for.
+func (g *Grant) Token() string { return g.token }
+
 // Undo takes back a grant whose job did not become active. The window
 // count and throttle are restored only if no later start built on them;
 // otherwise the start stays counted (a lost start, never an extra one).
