@@ -3,9 +3,9 @@ package admission_test
 import (
 	"context"
 	"errors"
-	"os"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"sort"
 	"sync"
