@@ -367,3 +367,34 @@ func TestWaitersLeaveReadyStream(t *testing.T) {
 		t.Fatalf("waiting_count = %+v, %v; want 50", st, err)
 	}
 }
+
+// Waiters are released by priority, then oldest first (DESIGN invariant
+// 4, ojs-priority.md 9.1): a key with concurrency 1 releases its waiters
+// B, D (priority 1) before A, C (priority 5), each pair in enqueue order.
+func TestWaitersReleasedByPriorityThenFIFO(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	pol := `{"key":"ordered","concurrency":1}`
+	job := func(prio, arg int) *ojs.Job {
+		return enqueue(t, b, fmt.Sprintf(`{"type":"rl.test","args":[%d],"queue":"ordq","priority":%d,"rate_limit":%s}`, arg, prio, pol))
+	}
+	holder := job(0, 0)
+	if j := fetch1(t, b, "ordq"); j == nil || j.ID != holder.ID {
+		t.Fatalf("holder fetch %v", j)
+	}
+	a, bb, c, d := job(5, 1), job(1, 2), job(5, 3), job(1, 4)
+	for range 4 {
+		if j := fetch1(t, b, "ordq"); j != nil {
+			t.Fatalf("%s started with the slot taken", j.ID)
+		}
+	}
+	prev := holder.ID
+	for i, want := range []*ojs.Job{bb, d, a, c} {
+		ack(t, b, prev)
+		j := fetchWithin(t, b, 10*time.Second, "ordq")
+		if j == nil || j.ID != want.ID {
+			t.Fatalf("release %d: got %v, want %s (priority %d)", i, j, want.ID, want.Priority)
+		}
+		prev = j.ID
+	}
+}
