@@ -80,6 +80,9 @@ func (s *Service) acquireLimits(ctx context.Context, nj *ojs.Job, checks []limit
 	inLine := nj.RateLimit.Action() == ojs.OnLimitWait
 	var held []heldStart
 	for _, c := range checks {
+		if promoted {
+			s.awaitThrottle(ctx, c.entry)
+		}
 		var g *kvlimits.Grant
 		var d *kvlimits.Denial
 		var waiting bool
@@ -117,6 +120,26 @@ func (s *Service) acquireLimits(ctx context.Context, nj *ojs.Job, checks []limit
 		}
 	}
 	return held, nil, nil
+}
+
+// awaitThrottle waits, for a waiter released ahead of its throttle's next
+// start (kvlimits.ThrottleLead), until that start is due as this process
+// last saw it. It only makes the start punctual: the acquire decides.
+func (s *Service) awaitThrottle(ctx context.Context, e kvlimits.Entry) {
+	st := s.limits.Cached(e)
+	if st == nil || st.ThrottleNext == nil {
+		return
+	}
+	wait := st.ThrottleNext.Sub(s.now())
+	if wait <= 0 || wait > kvlimits.ThrottleLead {
+		return
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
 }
 
 // undoStarts takes back starts whose job did not become active.

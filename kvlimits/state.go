@@ -26,6 +26,11 @@ const (
 	StrategyQueue = "queue"
 )
 
+// ThrottleLead is how long before a throttle's next start its next waiter
+// is released, so that the start can happen on time; the claim waits out
+// the rest (see admission).
+const ThrottleLead = 25 * time.Millisecond
+
 // PromiseTTL bounds how long a waiter promoted back to the ready stream
 // keeps its place in the key's capacity if no worker claims it.
 const PromiseTTL = 30 * time.Second
@@ -243,7 +248,9 @@ func (s *State) Acquire(r Request, now time.Time) (*Grant, *Denial) {
 	}
 	if t := l.Throttle; t != nil {
 		g.Throttle, g.prevNext = true, s.ThrottleNext
-		s.ThrottleNext = ojs.NewTime(now.Add(t.Interval()))
+		// Stored times keep milliseconds (ojs.Time): round up, so the
+		// stored next start is never earlier than the exact one.
+		s.ThrottleNext = ojs.NewTime(ceilMilli(now.Add(t.Interval())))
 		g.next = s.ThrottleNext
 	}
 	s.Starts++
@@ -346,8 +353,10 @@ func (s *State) Promotable(now time.Time, max int) (int, time.Time) {
 	}
 	if l.Throttle != nil {
 		switch {
-		case s.ThrottleNext != nil && now.Before(s.ThrottleNext.Time):
-			n, next = 0, later(next, s.ThrottleNext.Time)
+		case s.ThrottleNext != nil && now.Before(s.ThrottleNext.Time.Add(-ThrottleLead)):
+			// Released ThrottleLead early, so the waiter is in a worker's
+			// hands when its start is due.
+			n, next = 0, later(next, s.ThrottleNext.Time.Add(-ThrottleLead))
 		case len(s.Promised) > 0:
 			// One start at a time: the promised one goes first.
 			n = 0
@@ -434,6 +443,14 @@ func (s *State) Clone() *State {
 		c.Override = &o
 	}
 	return &c
+}
+
+// ceilMilli rounds t up to a whole millisecond.
+func ceilMilli(t time.Time) time.Time {
+	if r := t.Truncate(time.Millisecond); !r.Equal(t) {
+		return r.Add(time.Millisecond)
+	}
+	return t
 }
 
 func later(a, b time.Time) time.Time {
