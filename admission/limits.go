@@ -161,14 +161,36 @@ func (s *Service) undoStarts(ctx context.Context, held []heldStart) {
 
 // releaseLimits frees the slots an active job held, as it leaves active
 // (ack, fail, stall, cancel), and lets waiters in.
+//
+// The release is written after the caller answers (the worker's ack does
+// not wait for it): until it lands the slot stays held, which only admits
+// less; if the process dies first, the slot is reclaimed (verifyLeases).
 func (s *Service) releaseLimits(ctx context.Context, old *ojs.Job) {
+	if len(old.Internal.Limits) == 0 {
+		return
+	}
+	s.mu.Lock()
+	if s.stopped {
+		s.mu.Unlock()
+		s.releaseLimitsNow(context.WithoutCancel(ctx), old)
+		return
+	}
+	s.releases.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.releases.Done()
+		s.releaseLimitsNow(context.WithoutCancel(ctx), old)
+	}()
+}
+
+func (s *Service) releaseLimitsNow(ctx context.Context, old *ojs.Job) {
 	for _, name := range old.Internal.Limits {
 		e, ok := kvlimits.ParseEntry(name)
 		if !ok {
 			continue
 		}
 		waiting := false
-		err := s.limits.Update(context.WithoutCancel(ctx), e, func(st *kvlimits.State) bool {
+		err := s.limits.Update(ctx, e, func(st *kvlimits.State) bool {
 			waiting = st.Waiting > 0
 			return st.Release(old.ID, old.Internal.Token)
 		})

@@ -109,6 +109,9 @@ type Service struct {
 	leases   deferredLeases
 	limits   *kvlimits.Store
 	promoter *promoter
+	// releases counts rate limit releases being written (releaseLimits);
+	// Stop waits for them.
+	releases sync.WaitGroup
 
 	consumers sync.Map // consumer name -> jetstream.Consumer
 	pullers   sync.Map // queue name -> *puller
@@ -195,6 +198,7 @@ func (s *Service) Stop() {
 	cc.Drain()
 	<-cc.Closed()
 	s.leases.stop()
+	s.releases.Wait()
 	cancel()
 	s.promoter.stop()
 	s.wg.Wait()

@@ -79,6 +79,10 @@ type entry struct {
 	// change starts from them and falls back to a read on conflict.
 	state *State
 	rev   uint64
+	// guessed is set once the entry was first assumed not to exist: a
+	// first write is then a create, with no read before it (keys are
+	// often new), and a lost guess costs the read it saved.
+	guessed bool
 }
 
 type change struct {
@@ -168,6 +172,10 @@ func (s *Store) write(ctx context.Context, en *entry, batch []*change) error {
 	defer cancel()
 	for range maxConflicts {
 		fresh := false
+		if en.state == nil && !en.guessed {
+			en.guessed = true
+			en.state, en.rev = &State{Key: en.e.Key, Scope: en.e.Scope}, 0
+		}
 		if en.state == nil {
 			st, rev, err := s.read(ctx, en.e)
 			if err != nil {
