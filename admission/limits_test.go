@@ -36,6 +36,28 @@ func (c *fakeClock) Add(d time.Duration) {
 	c.mu.Unlock()
 }
 
+// setupClock starts a Service on its own server with a fake clock.
+func setupClock(t *testing.T) (bundle, *fakeClock) {
+	t.Helper()
+	s := natstest.RunServer(t)
+	_, js := natstest.Connect(t, s)
+	clk := newFakeClock()
+	return setupCfg(t, js, admission.Config{Clock: clk}), clk
+}
+
+// heldUntil asserts that nothing of queue starts now, and that a job
+// starts once the clock moved by d (label names the requirement).
+func heldUntil(t *testing.T, b bundle, clk *fakeClock, queue string, d time.Duration, label string) {
+	t.Helper()
+	if j := fetch1(t, b, queue); j != nil {
+		t.Fatalf("%s: %s started while held", label, j.ID)
+	}
+	clk.Add(d)
+	if j := fetchWithin(t, b, 10*time.Second, queue); j == nil {
+		t.Fatalf("%s: nothing started %s later", label, d)
+	}
+}
+
 func limitedJob(queue, policy string, arg int) string {
 	return fmt.Sprintf(`{"type":"rl.test","args":[%d],"queue":%q,"rate_limit":%s}`, arg, queue, policy)
 }
@@ -149,10 +171,7 @@ func TestKeysPartition_RL002(t *testing.T) {
 // window admits again.
 func TestWindowLimit_RLR001(t *testing.T) {
 	t.Parallel()
-	s := natstest.RunServer(t)
-	_, js := natstest.Connect(t, s)
-	clk := newFakeClock()
-	b := setupCfg(t, js, admission.Config{Clock: clk})
+	b, clk := setupClock(t)
 	pol := `{"key":"mail","rate":{"limit":3,"period":"PT1M"}}`
 	for i := range 5 {
 		enqueue(t, b, limitedJob("winq", pol, i))
@@ -164,22 +183,13 @@ func TestWindowLimit_RLR001(t *testing.T) {
 		}
 		ack(t, b, j.ID)
 	}
-	if j := fetch1(t, b, "winq"); j != nil {
-		t.Fatalf("RL-R001: 4th start %s in a window of 3", j.ID)
-	}
-	clk.Add(time.Minute)
-	if j := fetchWithin(t, b, 10*time.Second, "winq"); j == nil {
-		t.Fatal("RL-R001: the next window admitted nothing")
-	}
+	heldUntil(t, b, clk, "winq", time.Minute, "RL-R001 (4th start in a window of 3)")
 }
 
 // RL-R002: throttle starts are spaced period/limit apart.
 func TestThrottleSpacing_RLR002(t *testing.T) {
 	t.Parallel()
-	s := natstest.RunServer(t)
-	_, js := natstest.Connect(t, s)
-	clk := newFakeClock()
-	b := setupCfg(t, js, admission.Config{Clock: clk})
+	b, clk := setupClock(t)
 	pol := `{"key":"smooth","throttle":{"limit":2,"period":"PT10S"}}`
 	for i := range 3 {
 		enqueue(t, b, limitedJob("thrq", pol, i))
@@ -188,23 +198,14 @@ func TestThrottleSpacing_RLR002(t *testing.T) {
 		t.Fatal("first start refused")
 	}
 	clk.Add(4 * time.Second)
-	if j := fetch1(t, b, "thrq"); j != nil {
-		t.Fatalf("RL-R002: start %s 4s after the last, spacing is 5s", j.ID)
-	}
-	clk.Add(time.Second)
-	if j := fetchWithin(t, b, 10*time.Second, "thrq"); j == nil {
-		t.Fatal("RL-R002: no start once the spacing passed")
-	}
+	heldUntil(t, b, clk, "thrq", time.Second, "RL-R002 (start 4s after the last, spacing 5s)")
 }
 
 // on_limit drop discards the job with a reason; reschedule makes it
 // scheduled for when the limit allows.
 func TestOnLimitDropAndReschedule(t *testing.T) {
 	t.Parallel()
-	s := natstest.RunServer(t)
-	_, js := natstest.Connect(t, s)
-	clk := newFakeClock()
-	b := setupCfg(t, js, admission.Config{Clock: clk})
+	b, clk := setupClock(t)
 	enqueue(t, b, limitedJob("olq", `{"key":"once","rate":{"limit":1,"period":"PT1H"}}`, 0))
 	dropped := enqueue(t, b, limitedJob("olq", `{"key":"once","rate":{"limit":1,"period":"PT1H"},"on_limit":"drop"}`, 1))
 	later := enqueue(t, b, limitedJob("olq", `{"key":"once","rate":{"limit":1,"period":"PT1H"},"on_limit":"reschedule"}`, 2))
@@ -248,10 +249,7 @@ func TestConflictingPoliciesStrictestWins(t *testing.T) {
 // RL-R004: an override replaces the key's limits until it expires.
 func TestOverrideExpires_RLR004(t *testing.T) {
 	t.Parallel()
-	s := natstest.RunServer(t)
-	_, js := natstest.Connect(t, s)
-	clk := newFakeClock()
-	b := setupCfg(t, js, admission.Config{Clock: clk})
+	b, clk := setupClock(t)
 	zero := 0
 	until := ojs.NewTime(clk.Now().Add(time.Minute))
 	if _, err := b.svc.SetRateLimitOverride(testCtx(t), "stripe", ojs.RateLimitOverride{
@@ -260,22 +258,13 @@ func TestOverrideExpires_RLR004(t *testing.T) {
 		t.Fatal(err)
 	}
 	enqueue(t, b, limitedJob("ovq", `{"key":"stripe","concurrency":5}`, 0))
-	if j := fetch1(t, b, "ovq"); j != nil {
-		t.Fatalf("RL-R004: %s started under an override of concurrency 0", j.ID)
-	}
-	clk.Add(time.Minute)
-	if j := fetchWithin(t, b, 10*time.Second, "ovq"); j == nil {
-		t.Fatal("RL-R004: nothing started after the override expired")
-	}
+	heldUntil(t, b, clk, "ovq", time.Minute, "RL-R004 (override of concurrency 0 until it expires)")
 }
 
 // RL-R003: a nack with rate_limit_until holds the key until then.
 func TestDynamicHoldFromNack_RLR003(t *testing.T) {
 	t.Parallel()
-	s := natstest.RunServer(t)
-	_, js := natstest.Connect(t, s)
-	clk := newFakeClock()
-	b := setupCfg(t, js, admission.Config{Clock: clk})
+	b, clk := setupClock(t)
 	pol := `{"key":"partner","concurrency":10}`
 	first := enqueue(t, b, limitedJob("dynq", pol, 0))
 	enqueue(t, b, limitedJob("dynq", pol, 1))
@@ -288,17 +277,11 @@ func TestDynamicHoldFromNack_RLR003(t *testing.T) {
 	}}); err != nil {
 		t.Fatal(err)
 	}
-	if j := fetch1(t, b, "dynq"); j != nil {
-		t.Fatalf("RL-R003: %s started while the key is held", j.ID)
-	}
 	st, err := b.svc.RateLimit(testCtx(t), "partner")
 	if err != nil || st.RateLimitUntil == nil || !st.RateLimitUntil.Equal(until.Time) {
 		t.Fatalf("status %+v, %v; want rate_limit_until %s", st, err, until)
 	}
-	clk.Add(30 * time.Second)
-	if j := fetchWithin(t, b, 10*time.Second, "dynq"); j == nil {
-		t.Fatal("RL-R003: nothing started after the hold")
-	}
+	heldUntil(t, b, clk, "dynq", 30*time.Second, "RL-R003 (key held by rate_limit_until)")
 }
 
 // RL-R005: a queue-level limit holds for every job of the queue, limited
