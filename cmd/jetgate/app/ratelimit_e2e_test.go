@@ -1,6 +1,8 @@
 package app_test
 
 import (
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -120,6 +122,20 @@ func TestHTTPRateLimits(t *testing.T) {
 	pg := obj(page["pagination"])
 	if len(list(page["items"])) != 1 || pg["total"].(float64) < 2 || pg["per_page"] != 1.0 || pg["page"] != 1.0 {
 		t.Fatalf("listing %v", page)
+	}
+
+	// 11.2: the metrics.
+	res, err := http.Get(s.URL() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metricsText, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	for _, m := range []string{`ojs_rate_limit_exceeded_total{key="tenant:acme",strategy="concurrency"`, `ojs_rate_limit_active{key="tenant:acme"`,
+		`ojs_rate_limit_waiting{key="tenant:acme"`} {
+		if !strings.Contains(string(metricsText), m) {
+			t.Errorf("/metrics lacks %s", m)
+		}
 	}
 
 	// RL-006: the events are on the events endpoint.
