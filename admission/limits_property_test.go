@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/jetgate/jetgate/admission"
 	"github.com/jetgate/jetgate/admission/ojs"
 	"github.com/jetgate/jetgate/jetstream/natstest"
@@ -60,6 +62,8 @@ type propRun struct {
 	// midRun, if set, runs once when a third of the jobs completed (a node
 	// restart); operations may fail meanwhile and are retried.
 	midRun func()
+	// diagnose, if set, logs what JetStream holds for an unfinished job.
+	diagnose func(id string)
 }
 
 // The property test: 3 jetgate instances on one server, 32
@@ -120,7 +124,34 @@ func TestRateLimitPropertiesClusterRestart(t *testing.T) {
 		svcs = append(svcs, svc)
 	}
 	runRateLimitProperties(t, svcs, propRun{jobs: 600, keys: 12, workers: 24, crashRate: 0.03, timeout: 2 * time.Minute,
-		midRun: func() { cl.Restart(t, 1) }})
+		midRun: func() { cl.Restart(t, 1) },
+		diagnose: func(id string) {
+			_, js := cl.Connect(t)
+			ctx := context.Background()
+			tm, _ := js.Stream(ctx, topology.TimerStream)
+			for _, kind := range []string{topology.TimerLease, topology.TimerDue} {
+				m, err := tm.GetLastMsgForSubject(ctx, topology.TimerSchedule(kind, id))
+				if err != nil {
+					t.Logf("  %s timer: %v", kind, err)
+					continue
+				}
+				t.Logf("  %s timer seq %d headers %v", kind, m.Sequence, m.Header)
+			}
+			rd, _ := js.Stream(ctx, topology.ReadyStream)
+			info, _ := rd.Info(ctx, jetstream.WithSubjectFilter(">"))
+			t.Logf("  ready stream: %d msgs %v", info.State.Msgs, info.State.Subjects)
+			ws, _ := js.Stream(ctx, topology.WaitStream)
+			winfo, _ := ws.Info(ctx, jetstream.WithSubjectFilter(">"))
+			t.Logf("  wait stream: %d msgs %v", winfo.State.Msgs, winfo.State.Subjects)
+			tinfo, _ := tm.Info(ctx, jetstream.WithSubjectFilter("ojs.fired.>"))
+			t.Logf("  fired timers: %v", tinfo.State.Subjects)
+			for c := range rd.ListConsumers(ctx).Info() {
+				t.Logf("  consumer %s: pending %d ackpending %d redelivered %d", c.Name, c.NumPending, c.NumAckPending, c.NumRedelivered)
+			}
+			for c := range tm.ListConsumers(ctx).Info() {
+				t.Logf("  consumer %s: pending %d ackpending %d redelivered %d", c.Name, c.NumPending, c.NumAckPending, c.NumRedelivered)
+			}
+		}})
 }
 
 func runRateLimitProperties(t *testing.T, svcs []*admission.Service, run propRun) {
@@ -253,7 +284,10 @@ func runRateLimitProperties(t *testing.T, svcs []*admission.Service, run propRun
 		for _, id := range ids {
 			j, err := svcs[0].Get(context.Background(), id)
 			if err == nil && j.State != ojs.StateCompleted {
-				t.Logf("unfinished job %s: %s, attempt %d, key %s", id, j.State, j.Attempt, j.RateLimit.Key)
+				t.Logf("unfinished job %s: %s, attempt %d, key %s, token %s, rev %d", id, j.State, j.Attempt, j.RateLimit.Key, j.Internal.Token, j.Rev)
+				if run.diagnose != nil {
+					run.diagnose(id)
+				}
 			}
 		}
 		t.Fatalf("only %d of %d jobs completed in time", done.Load(), nJobs)
