@@ -35,7 +35,7 @@ func (s *server) enqueue(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Location", "/ojs/v1/jobs/"+url.PathEscape(job.ID))
-	s.writeJSON(w, r, http.StatusCreated, jobResponse{Job: job.Public()})
+	s.writeJobs(w, r, http.StatusCreated, "job", job.Public(), nil)
 }
 
 // enqueueBatch is PUSH (batch), POST /ojs/v1/jobs/batch (9.2): all or

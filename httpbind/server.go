@@ -134,3 +134,41 @@ func (s *server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v
 	w.WriteHeader(status)
 	_, _ = w.Write(append(b, '\n'))
 }
+
+// writeJobs writes {"<key>": job} for one job, or {"<key>": [jobs...]}
+// for a list, each job encoded once by AppendJSON (json.Marshal would run
+// a validating compaction over every job's bytes again). These are the
+// hot responses: enqueue and fetch.
+func (s *server) writeJobs(w http.ResponseWriter, r *http.Request, status int, key string, one *ojs.Job, list []*ojs.Job) {
+	b := make([]byte, 0, 1024)
+	b = append(b, `{"`...)
+	b = append(b, key...)
+	b = append(b, `":`...)
+	var err error
+	if one != nil {
+		b, err = one.AppendJSON(b)
+	} else {
+		b = append(b, '[')
+		for i, j := range list {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			if b, err = j.AppendJSON(b); err != nil {
+				break
+			}
+		}
+		b = append(b, ']')
+	}
+	if err != nil {
+		s.writeJSON(w, r, status, errEncode{err}) // answers 500
+		return
+	}
+	w.Header().Set("Content-Type", MediaType)
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '}', '\n'))
+}
+
+// errEncode fails to encode, so writeJSON answers 500 with err logged.
+type errEncode struct{ err error }
+
+func (e errEncode) MarshalJSON() ([]byte, error) { return nil, e.err }

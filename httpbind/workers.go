@@ -23,9 +23,7 @@ func (s *server) fetch(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.writeJSON(w, r, http.StatusOK, struct {
-		Jobs []*ojs.Job `json:"jobs"`
-	}{publicJobs(jobs)})
+	s.writeJobs(w, r, http.StatusOK, "jobs", nil, publicJobs(jobs))
 }
 
 // decodeFetch reads a fetch request. Absent visibility_timeout_ms leaves

@@ -182,25 +182,12 @@ func (j *Job) ExecutionTimeout(def time.Duration) time.Duration {
 
 type jobAlias Job
 
-// MarshalJSON writes the envelope, then Extra, then Internal as x_jetgate.
+// MarshalJSON writes the envelope, then Internal as x_jetgate, then Extra
+// (see AppendJSON). Callers that hold a *Job and only need the bytes
+// should call AppendJSON: encoding/json validates and compacts whatever a
+// MarshalJSON returns, a second pass over the record.
 func (j Job) MarshalJSON() ([]byte, error) {
-	if j.Args == nil {
-		j.Args = json.RawMessage("[]")
-	}
-	b, err := json.Marshal(jobAlias(j))
-	if err != nil || len(j.Extra) == 0 {
-		return b, err
-	}
-	tail, err := json.Marshal(j.Extra)
-	if err != nil {
-		return nil, err
-	}
-	// Splice {"known":...} and {"extra":...} into one object.
-	out := make([]byte, 0, len(b)+len(tail))
-	out = append(out, b[:len(b)-1]...)
-	out = append(out, ',')
-	out = append(out, tail[1:]...)
-	return out, nil
+	return j.AppendJSON(make([]byte, 0, 768))
 }
 
 const internalKey = "x_jetgate"

@@ -40,7 +40,7 @@ func (s *Store) CreateBatch(ctx context.Context, jobs []*ojs.Job) error {
 	}
 	id := nuid.Next()
 	for i, j := range jobs {
-		b, err := json.Marshal(j)
+		b, err := j.AppendJSON(make([]byte, 0, 768))
 		if err != nil {
 			return fmt.Errorf("encode job %s: %w", j.ID, err)
 		}

@@ -68,7 +68,7 @@ func (s *Store) Get(ctx context.Context, id string) (*ojs.Job, uint64, error) {
 
 // Create writes a new job record; an existing id is a DuplicateError.
 func (s *Store) Create(ctx context.Context, j *ojs.Job) (uint64, error) {
-	b, err := json.Marshal(j)
+	b, err := j.AppendJSON(make([]byte, 0, 768))
 	if err != nil {
 		return 0, fmt.Errorf("encode job %s: %w", j.ID, err)
 	}
@@ -84,7 +84,7 @@ func (s *Store) Create(ctx context.Context, j *ojs.Job) (uint64, error) {
 
 // Update writes j if the record is still at revision rev.
 func (s *Store) Update(ctx context.Context, j *ojs.Job, rev uint64) (uint64, error) {
-	b, err := json.Marshal(j)
+	b, err := j.AppendJSON(make([]byte, 0, 768))
 	if err != nil {
 		return 0, fmt.Errorf("encode job %s: %w", j.ID, err)
 	}
@@ -106,7 +106,7 @@ func (s *Store) UpdateTTL(ctx context.Context, j *ojs.Job, rev uint64, ttl time.
 	if ttl <= 0 {
 		return s.Update(ctx, j, rev)
 	}
-	b, err := json.Marshal(j)
+	b, err := j.AppendJSON(make([]byte, 0, 768))
 	if err != nil {
 		return 0, fmt.Errorf("encode job %s: %w", j.ID, err)
 	}
