@@ -248,55 +248,65 @@ func pause(ctx context.Context) error {
 
 // goPath goes through the admission service in-process: Enqueue of a
 // parsed job, Fetch of one job at a time, Ack.
-func goPath(ctx context.Context, e *env, sh shape) (result, error) {
-	svc := e.srv.Service()
-	queue := fmt.Sprintf("bench-go-%d", nextRun())
-	led := newLedger(sh.jobs)
-	src := &claimer{n: int64(sh.jobs)}
-	c, wctx := newCrew(ctx)
-	start := time.Now()
-	for range sh.producers {
-		c.spawn(func() error {
-			for i, ok := src.claim(); ok; i, ok = src.claim() {
-				job, err := ojs.ParseJob(jobBody(queue, i))
-				if err != nil {
-					return fmt.Errorf("parse job %d: %w", i, err)
-				}
-				if _, err := svc.Enqueue(wctx, job); err != nil {
-					return fmt.Errorf("enqueue %d: %w", i, err)
-				}
-			}
-			return nil
-		})
-	}
-	for w := range sh.workers {
-		req := ojs.FetchRequest{Queues: []string{queue}, Count: 1, WorkerID: fmt.Sprintf("bench-worker-%d", w)}
-		c.spawn(func() error {
-			for !led.finished() {
-				jobs, err := svc.Fetch(wctx, req)
-				if err != nil {
-					return fmt.Errorf("fetch: %w", err)
-				}
-				for _, j := range jobs {
-					if err := goAck(wctx, svc, j, led); err != nil {
-						return err
+var goPath = goPathWith("bench-go", nil)
+
+// goPathWith is the Go path on queues named prefix-<run>, every job
+// carrying policy(i) as its rate_limit (policy nil: none).
+func goPathWith(prefix string, policy func(i int) string) pathFunc {
+	return func(ctx context.Context, e *env, sh shape) (result, error) {
+		svc := e.srv.Service()
+		queue := fmt.Sprintf("%s-%d", prefix, nextRun())
+		led := newLedger(sh.jobs)
+		src := &claimer{n: int64(sh.jobs)}
+		c, wctx := newCrew(ctx)
+		start := time.Now()
+		for range sh.producers {
+			c.spawn(func() error {
+				for i, ok := src.claim(); ok; i, ok = src.claim() {
+					body := jobBody(queue, i)
+					if policy != nil {
+						body = limitedBody(queue, i, policy(i))
+					}
+					job, err := ojs.ParseJob(body)
+					if err != nil {
+						return fmt.Errorf("parse job %d: %w", i, err)
+					}
+					if _, err := svc.Enqueue(wctx, job); err != nil {
+						return fmt.Errorf("enqueue %d: %w", i, err)
 					}
 				}
-				led.fetched(len(jobs))
-				if len(jobs) == 0 {
-					if err := pause(wctx); err != nil {
-						return err
+				return nil
+			})
+		}
+		for w := range sh.workers {
+			req := ojs.FetchRequest{Queues: []string{queue}, Count: 1, WorkerID: fmt.Sprintf("bench-worker-%d", w)}
+			c.spawn(func() error {
+				for !led.finished() {
+					jobs, err := svc.Fetch(wctx, req)
+					if err != nil {
+						return fmt.Errorf("fetch: %w", err)
+					}
+					for _, j := range jobs {
+						if err := goAck(wctx, svc, j, led); err != nil {
+							return err
+						}
+					}
+					led.fetched(len(jobs))
+					if len(jobs) == 0 {
+						if err := pause(wctx); err != nil {
+							return err
+						}
 					}
 				}
-			}
-			return nil
-		})
+				return nil
+			})
+		}
+		if err := c.wait(); err != nil {
+			return result{}, err
+		}
+		d := time.Since(start)
+		return led.result(d), led.verify(true)
 	}
-	if err := c.wait(); err != nil {
-		return result{}, err
-	}
-	d := time.Since(start)
-	return led.result(d), led.verify(true)
 }
 
 type acker interface {

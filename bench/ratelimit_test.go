@@ -13,67 +13,10 @@ import (
 )
 
 // limitedBody is a job of about payloadSize bytes carrying policy as its
-// rate_limit (policy "" for none).
+// rate_limit.
 func limitedBody(queue string, i int, policy string) []byte {
-	if policy == "" {
-		return jobBody(queue, i)
-	}
 	b := jobBody(queue, i)
 	return append(b[:len(b)-1], []byte(`,"rate_limit":`+policy+`}`)...)
-}
-
-// policyPath is the Go path with every job carrying policy(i).
-func policyPath(policy func(i int) string) pathFunc {
-	return func(ctx context.Context, e *env, sh shape) (result, error) {
-		svc := e.srv.Service()
-		queue := fmt.Sprintf("bench-rl-%d", nextRun())
-		led := newLedger(sh.jobs)
-		src := &claimer{n: int64(sh.jobs)}
-		c, wctx := newCrew(ctx)
-		start := time.Now()
-		for range sh.producers {
-			c.spawn(func() error {
-				for i, ok := src.claim(); ok; i, ok = src.claim() {
-					job, err := ojs.ParseJob(limitedBody(queue, i, policy(i)))
-					if err != nil {
-						return fmt.Errorf("parse job %d: %w", i, err)
-					}
-					if _, err := svc.Enqueue(wctx, job); err != nil {
-						return fmt.Errorf("enqueue %d: %w", i, err)
-					}
-				}
-				return nil
-			})
-		}
-		for w := range sh.workers {
-			req := ojs.FetchRequest{Queues: []string{queue}, Count: 1, WorkerID: fmt.Sprintf("bench-worker-%d", w)}
-			c.spawn(func() error {
-				for !led.finished() {
-					jobs, err := svc.Fetch(wctx, req)
-					if err != nil {
-						return fmt.Errorf("fetch: %w", err)
-					}
-					for _, j := range jobs {
-						if err := goAck(wctx, svc, j, led); err != nil {
-							return err
-						}
-					}
-					led.fetched(len(jobs))
-					if len(jobs) == 0 {
-						if err := pause(wctx); err != nil {
-							return err
-						}
-					}
-				}
-				return nil
-			})
-		}
-		if err := c.wait(); err != nil {
-			return result{}, err
-		}
-		d := time.Since(start)
-		return led.result(d), led.verify(true)
-	}
 }
 
 // rateLimitPaths are the dispatch paths the rate limiting issue sets
@@ -84,9 +27,9 @@ var rateLimitPaths = []struct {
 	run     pathFunc
 	ratioTo string
 }{
-	{name: "unlimited", run: policyPath(func(int) string { return "" })},
-	{name: "limited_1key", run: policyPath(func(int) string { return `{"key":"bench-one","concurrency":100000}` }), ratioTo: "unlimited"},
-	{name: "limited_10k_keys", run: policyPath(func(i int) string {
+	{name: "unlimited", run: goPathWith("bench-rl", nil)},
+	{name: "limited_1key", run: goPathWith("bench-rl", func(int) string { return `{"key":"bench-one","concurrency":100000}` }), ratioTo: "unlimited"},
+	{name: "limited_10k_keys", run: goPathWith("bench-rl", func(i int) string {
 		return fmt.Sprintf(`{"key":"bench-k%d","concurrency":1000}`, i%10_000)
 	}), ratioTo: "limited_1key"},
 }
