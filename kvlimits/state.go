@@ -29,7 +29,7 @@ const (
 // ThrottleLead is how long before a throttle's next start its next waiter
 // is released, so that the start can happen on time; the claim waits out
 // the rest (see admission).
-const ThrottleLead = 25 * time.Millisecond
+const ThrottleLead = 50 * time.Millisecond
 
 // PromiseTTL bounds how long a waiter promoted back to the ready stream
 // keeps its place in the key's capacity if no worker claims it.
