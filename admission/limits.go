@@ -87,17 +87,33 @@ func (s *Service) acquireLimits(ctx context.Context, nj *ojs.Job, checks []limit
 		var d *kvlimits.Denial
 		var waiting bool
 		var at time.Time
-		err := s.limits.Update(ctx, c.entry, func(st *kvlimits.State) bool {
-			// Read the clock with the state the decision is made on: a
-			// start granted now is later than every release it saw.
-			at = s.now()
-			g, d = st.Acquire(kvlimits.Request{
-				JobID: nj.ID, Token: nj.Internal.Token, Declared: c.declared,
-				Promoted: promoted, InLine: inLine,
-			}, at)
-			waiting = st.Waiting > 0
-			return true
-		})
+		var patience time.Duration
+		if promoted {
+			// A waiter released ahead of its throttle's start waits for
+			// it here rather than going back to the end of the line.
+			patience = kvlimits.ThrottleLead
+		}
+		var err error
+		for try := 0; ; try++ {
+			err = s.limits.Update(ctx, c.entry, func(st *kvlimits.State) bool {
+				// Read the clock with the state the decision is made on: a
+				// start granted now is later than every release it saw.
+				at = s.now()
+				g, d = st.Acquire(kvlimits.Request{
+					JobID: nj.ID, Token: nj.Internal.Token, Declared: c.declared,
+					Promoted: promoted, InLine: inLine, Patient: patience,
+				}, at)
+				waiting = st.Waiting > 0
+				return true
+			})
+			if err != nil || d == nil || d.Strategy != kvlimits.StrategyThrottle || try == 2 {
+				break
+			}
+			wait := d.RetryAt.Sub(at)
+			if wait > patience || !sleepCtx(ctx, wait) {
+				break
+			}
+		}
 		if err != nil {
 			// The start may have been written all the same (a lost
 			// answer): the job will not become active from this claim, so
@@ -122,6 +138,18 @@ func (s *Service) acquireLimits(ctx context.Context, nj *ojs.Job, checks []limit
 	return held, nil, nil
 }
 
+// sleepCtx sleeps d, or until ctx ends (false).
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
 // awaitThrottle waits, for a waiter released ahead of its throttle's next
 // start (kvlimits.ThrottleLead), until that start is due as this process
 // last saw it. It only makes the start punctual: the acquire decides.
@@ -130,15 +158,8 @@ func (s *Service) awaitThrottle(ctx context.Context, e kvlimits.Entry) {
 	if st == nil || st.ThrottleNext == nil {
 		return
 	}
-	wait := st.ThrottleNext.Sub(s.now())
-	if wait <= 0 || wait > kvlimits.ThrottleLead {
-		return
-	}
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
+	if wait := st.ThrottleNext.Sub(s.now()); wait > 0 && wait <= kvlimits.ThrottleLead {
+		sleepCtx(ctx, wait)
 	}
 }
 

@@ -206,6 +206,10 @@ type Request struct {
 	// does not start ahead of older waiters, and a refusal counts it as a
 	// waiter.
 	InLine bool
+	// Patient is how long the caller will wait itself for a throttle's
+	// next start: a refusal by the throttle alone that is due within it
+	// does not count the job as a waiter.
+	Patient time.Duration
 }
 
 // Acquire admits a start if every limit in force allows it at now and
@@ -224,7 +228,8 @@ func (s *State) Acquire(r Request, now time.Time) (*Grant, *Denial) {
 	delete(s.Promised, jobID)
 	d := s.decide(r, wasPromised, now)
 	if d != nil {
-		if r.InLine {
+		patient := d.Strategy == StrategyThrottle && d.RetryAt.Sub(now) <= r.Patient
+		if r.InLine && !patient {
 			s.Waiting++
 		}
 		return nil, d
