@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -31,16 +32,30 @@ func (s *Store) GetQueue(ctx context.Context, name string) (*QueueRecord, error)
 }
 
 // CreateQueue registers a queue unless it exists; it returns the record.
+//
+// On a cluster a create can be refused because another process's create
+// of the same queue is being replicated, before a read sees it: the read
+// is then tried again a few times.
 func (s *Store) CreateQueue(ctx context.Context, q ojs.QueueInfo) (*QueueRecord, error) {
 	b, _ := json.Marshal(q)
-	rev, err := s.assets.Queues.Create(ctx, topology.Token(q.Name), b)
-	if err == nil {
-		return &QueueRecord{QueueInfo: q, Rev: rev}, nil
+	for try := 0; ; try++ {
+		rev, err := s.assets.Queues.Create(ctx, topology.Token(q.Name), b)
+		if err == nil {
+			return &QueueRecord{QueueInfo: q, Rev: rev}, nil
+		}
+		if !errors.Is(err, jetstream.ErrKeyExists) {
+			return nil, fmt.Errorf("create queue %s: %w", q.Name, Unavailable(err))
+		}
+		rec, err := s.GetQueue(ctx, q.Name)
+		if err == nil || !errors.Is(err, ojs.ErrNotFound) || try == 4 {
+			return rec, err
+		}
+		select {
+		case <-time.After(10 * time.Millisecond << try):
+		case <-ctx.Done():
+			return nil, fmt.Errorf("create queue %s: %w", q.Name, Unavailable(ctx.Err()))
+		}
 	}
-	if errors.Is(err, jetstream.ErrKeyExists) {
-		return s.GetQueue(ctx, q.Name)
-	}
-	return nil, fmt.Errorf("create queue %s: %w", q.Name, Unavailable(err))
 }
 
 // UpdateQueue writes q if it is still at q.Rev.
