@@ -62,7 +62,12 @@ func (s *Service) ListDeadLetter(ctx context.Context, q ojs.DeadLetterQuery) (*o
 
 // RetryDeadLetter makes a discarded job available again with its attempts
 // reset (ojs-core 6.3: discarded -> available, manual retry).
-func (s *Service) RetryDeadLetter(ctx context.Context, id string) (*ojs.Job, error) {
+func (s *Service) RetryDeadLetter(ctx context.Context, id string) (_ *ojs.Job, err error) {
+	seq, undo, err := s.reserveRetry(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { undoDepth(undo, err) }()
 	nj, _, err := s.transition(ctx, id, func(j *ojs.Job) (*ojs.Job, func(context.Context, *ojs.Job) error, error) {
 		if j.State != ojs.StateDiscarded {
 			return nil, nil, &ojs.NotFoundError{Resource: "dead_letter_job", ID: id}
@@ -73,6 +78,7 @@ func (s *Service) RetryDeadLetter(ctx context.Context, id string) (*ojs.Job, err
 		nj.Errors = nil
 		nj.DiscardedAt = nil
 		nj.StartedAt = nil
+		nj.Internal.DepthSeq = seq
 		return nj, s.store.PublishReady, nil
 	})
 	if err != nil {

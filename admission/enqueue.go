@@ -11,11 +11,16 @@ import (
 
 // Enqueue accepts a validated job (from ojs.ParseJob): it becomes pending,
 // scheduled or available, and is stored before Enqueue returns.
-func (s *Service) Enqueue(ctx context.Context, job *ojs.Job) (*ojs.Job, error) {
+func (s *Service) Enqueue(ctx context.Context, job *ojs.Job) (_ *ojs.Job, err error) {
 	if err := s.queues.admit(ctx, job.Queue); err != nil {
 		return nil, err
 	}
 	j := s.initial(job)
+	undo, err := s.reserveDepth(ctx, []*ojs.Job{j})
+	if err != nil {
+		return nil, err
+	}
+	defer func() { undoDepth(undo, err) }()
 	done := s.beginCreate(j.ID)
 	defer done()
 	if err := s.publishInitial(ctx, j); err != nil {
@@ -109,7 +114,7 @@ func (s *Service) enqueued(ctx context.Context, j *ojs.Job) {
 // EnqueueBatch enqueues all jobs or none: their ready messages and timers
 // are published first, then every record is created in one atomic batch.
 // A failed batch leaves only messages whose tokens match no record.
-func (s *Service) EnqueueBatch(ctx context.Context, jobs []*ojs.Job) ([]*ojs.Job, error) {
+func (s *Service) EnqueueBatch(ctx context.Context, jobs []*ojs.Job) (_ []*ojs.Job, err error) {
 	seen := make(map[string]int, len(jobs))
 	out := make([]*ojs.Job, len(jobs))
 	for i, job := range jobs {
@@ -124,6 +129,11 @@ func (s *Service) EnqueueBatch(ctx context.Context, jobs []*ojs.Job) ([]*ojs.Job
 		seen[j.ID] = i
 		out[i] = j
 	}
+	undo, err := s.reserveDepth(ctx, out)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { undoDepth(undo, err) }()
 	for _, j := range out {
 		done := s.beginCreate(j.ID)
 		defer done()

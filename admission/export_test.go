@@ -3,3 +3,15 @@ package admission
 // FlushStats publishes this process's aggregated statistics now, so tests
 // can check the numbers JetStream holds without waiting for the ticker.
 func (s *Service) FlushStats() { s.flushStats() }
+
+// BlockedProducers is the number of producers of this process waiting for
+// room in a queue with the block strategy.
+func (s *Service) BlockedProducers(queue string) int {
+	q, ok := s.bp.lookup(queue)
+	if !ok {
+		return 0
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.waiters)
+}

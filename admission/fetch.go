@@ -303,6 +303,7 @@ func (s *Service) claim(ctx context.Context, msg jetstream.Msg, req ojs.FetchReq
 		_ = msg.Ack()
 		s.stats.move(nj.Queue, old.State, nj.State)
 		s.met.JobExpired(ctx, nj.Queue, nj.Type)
+		s.releaseDepth(nj)
 		s.events.PublishJob(EventJobExpired, nj, nil)
 		return nil, nil
 	}

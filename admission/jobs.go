@@ -36,6 +36,7 @@ func (s *Service) Cancel(ctx context.Context, id string) (*ojs.Job, ojs.State, e
 		return nil, "", err
 	}
 	s.stats.move(nj.Queue, old.State, nj.State)
+	s.releaseDepth(nj)
 	if old.State == ojs.StateActive {
 		s.met.JobCancelled(ctx, nj.Queue, nj.Type, runTime(old))
 	} else {

@@ -54,6 +54,17 @@ type Config struct {
 	Events        EventSink
 	Metrics       Recorder
 	Version       string
+
+	// DefaultBackpressure bounds every queue without its own bound (zero:
+	// unbounded). DefaultBlockTimeout is how long a producer waits on a
+	// full queue with the block strategy when it sends no OJS-Block-Timeout
+	// (default 0: reject at once, ojs-backpressure.md 5.2); MaxBlockTimeout
+	// caps any wait (default 30 s). BackpressureRetryAfter is the
+	// Retry-After of a refused enqueue (default 1 s).
+	DefaultBackpressure    ojs.Backpressure
+	DefaultBlockTimeout    time.Duration
+	MaxBlockTimeout        time.Duration
+	BackpressureRetryAfter time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -64,6 +75,8 @@ func (c Config) withDefaults() Config {
 	c.RecordCache = cmp.Or(c.RecordCache, 100_000)
 	c.Retention = cmp.Or(c.Retention, 24*time.Hour)
 	c.DeadRetention = cmp.Or(c.DeadRetention, 7*24*time.Hour)
+	c.MaxBlockTimeout = cmp.Or(c.MaxBlockTimeout, 30*time.Second)
+	c.BackpressureRetryAfter = cmp.Or(c.BackpressureRetryAfter, time.Second)
 	if c.Clock == nil {
 		c.Clock = systemClock{}
 	}
@@ -85,6 +98,9 @@ func (c Config) validate() error {
 	}
 	if c.MaxFetch < 1 {
 		return fmt.Errorf("admission: MaxFetch must be >= 1")
+	}
+	if err := c.DefaultBackpressure.Validate("DefaultBackpressure."); err != nil {
+		return fmt.Errorf("admission: %w", err)
 	}
 	return nil
 }
@@ -112,6 +128,7 @@ type Service struct {
 	// releases counts rate limit releases being written (releaseLimits);
 	// Stop waits for them.
 	releases sync.WaitGroup
+	bp       *backpressure
 
 	consumers sync.Map // consumer name -> jetstream.Consumer
 	pullers   sync.Map // queue name -> *puller
@@ -147,6 +164,7 @@ func New(nc *nats.Conn, js jetstream.JetStream, assets *topology.Assets, cfg Con
 	s.records = newRecordCache(cfg.RecordCache)
 	s.limits = kvlimits.New(assets.Limits)
 	s.promoter = newPromoter(s)
+	s.bp = newBackpressure()
 	return s, nil
 }
 
@@ -164,6 +182,11 @@ func (s *Service) Start(ctx context.Context) error {
 		return err
 	}
 	cc, err := s.startTimers(ctx)
+	if err == nil {
+		if err = s.startBackpressure(runCtx); err != nil {
+			cc.Stop()
+		}
+	}
 	if err != nil {
 		cancel()
 		s.wg.Wait()
@@ -199,6 +222,7 @@ func (s *Service) Stop() {
 	<-cc.Closed()
 	s.leases.stop()
 	s.releases.Wait()
+	s.stopBackpressure()
 	cancel()
 	s.promoter.stop()
 	s.wg.Wait()

@@ -163,7 +163,8 @@ func (s *Service) QueueStats(ctx context.Context, name string) (*ojs.QueueStats,
 		c.AvgWaitMs = float64(hour.WaitMs) / float64(hour.Started)
 	}
 	c.ThroughputPerSecond = float64(minute.Completed) / 60
-	return &ojs.QueueStats{Queue: name, Status: q.Status, Stats: c, ComputedAt: ojs.NewTime(s.now())}, nil
+	return &ojs.QueueStats{Queue: name, Status: q.Status, Stats: c, ComputedAt: ojs.NewTime(s.now()),
+		Backpressure: s.queuePressure(ctx, name)}, nil
 }
 
 func add(dst *statSample, s statSample) {

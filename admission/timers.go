@@ -130,6 +130,7 @@ func (s *Service) leaseExpired(ctx context.Context, ref jobstore.MsgRef) error {
 	s.leases.cancel(old.ID)
 	s.store.AckHeld(old.Internal.HeldAck)
 	s.releaseLimits(ctx, old)
+	s.releaseDepth(nj)
 	s.log.Info("job stalled", "job", nj.ID, "queue", nj.Queue, "state", nj.State)
 	s.afterFailure(ctx, nj)
 	return nil

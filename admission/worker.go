@@ -35,6 +35,7 @@ func (s *Service) Ack(ctx context.Context, req ojs.AckRequest) (*ojs.AckResult, 
 	}
 	s.releaseLease(old)
 	s.releaseLimits(ctx, old)
+	s.releaseDepth(nj)
 	var d time.Duration
 	if nj.StartedAt != nil {
 		d = nj.CompletedAt.Sub(nj.StartedAt.Time)
@@ -66,6 +67,7 @@ func (s *Service) Nack(ctx context.Context, req ojs.NackRequest) (*ojs.NackResul
 	s.releaseLease(old)
 	s.releaseLimits(ctx, old)
 	s.holdKey(ctx, old, req.Error)
+	s.releaseDepth(nj)
 	s.afterFailure(ctx, nj)
 	res := &ojs.NackResult{JobID: nj.ID, State: nj.State, Attempt: nj.Attempt, MaxAttempts: nj.MaxAttempts}
 	if nj.State == ojs.StateRetryable {

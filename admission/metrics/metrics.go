@@ -68,6 +68,7 @@ type Metrics struct {
 	meter    metric.Meter
 	handler  http.Handler
 	inst     instruments
+	bp       bpInstruments
 
 	depthReg metric.Registration
 	depthFn  atomic.Pointer[StateDepthFunc]
@@ -107,7 +108,7 @@ func New(cfg Config) (*Metrics, error) {
 		handler:  promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
 	}
 	m.jobs.build, m.queues.build = newJobAttrs, newQueueAttrs
-	if err := m.inst.create(m.meter); err != nil {
+	if err := errors.Join(m.inst.create(m.meter), m.bp.create(m.meter)); err != nil {
 		return nil, errors.Join(err, mp.Shutdown(context.Background()))
 	}
 	m.depthReg, err = m.meter.RegisterCallback(m.observeDepth, m.inst.depth)

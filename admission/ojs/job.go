@@ -107,11 +107,15 @@ type Internal struct {
 	// Limits are the rate limit entries (kvlimits keys) an active job
 	// holds a start in, released when it leaves active.
 	Limits []string `json:"limits,omitempty"`
+	// DepthSeq is the sequence of the job's unit in its queue's depth
+	// stream (admission/backpressure.go), 0 when its queue was unbounded.
+	DepthSeq uint64 `json:"depth_seq,omitempty"`
 }
 
 // IsZero reports whether i holds nothing (for omitzero).
 func (i Internal) IsZero() bool {
-	return i.Token == "" && i.LeaseUntil == nil && i.HeldAck == "" && i.HeldToken == "" && len(i.Limits) == 0
+	return i.Token == "" && i.LeaseUntil == nil && i.HeldAck == "" && i.HeldToken == "" && len(i.Limits) == 0 &&
+		i.DepthSeq == 0
 }
 
 // JobError is the error object of a failed attempt (ojs-core.md section 8,

@@ -78,6 +78,10 @@ type QueueInfo struct {
 	// RateLimit is the queue-level rate limit (ojs-rate-limiting.md 7.2):
 	// it holds for every job of the queue, with the job's own limits.
 	RateLimit *Limits `json:"rate_limit,omitempty"`
+
+	// Backpressure is the queue's own bound (PUT .../config), nil when it
+	// follows the server-wide default.
+	Backpressure *Backpressure `json:"backpressure,omitempty"`
 }
 
 // Queue statuses.
@@ -92,6 +96,9 @@ type QueueStats struct {
 	Status     string           `json:"status"`
 	Stats      QueueStatsCounts `json:"stats"`
 	ComputedAt *Time            `json:"computed_at"`
+
+	// Backpressure is the depth, bound and pressure of a bounded queue.
+	Backpressure *Pressure `json:"backpressure,omitempty"`
 }
 
 // QueueStatsCounts are the per-state counts of a queue.

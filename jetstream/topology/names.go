@@ -80,6 +80,23 @@ const (
 	EventSubjects = "ojs.events.>"
 	// EventSubjectPattern is the subject of one event type.
 	EventSubjectPattern = "ojs.events.%s"
+
+	// DepthStreamPattern names the depth stream of one bounded queue:
+	// one message (unit) per job counted against the queue's bound, and
+	// stream limits (MaxMsgs, MaxBytes, MaxMsgsPerSubject with discard
+	// new) that make the bound exact (admission/backpressure.go).
+	DepthStreamPattern = "OJS_DEPTH_%s"
+	// DepthSubjectPattern is ojs.depth.<queue>.<tenant>: the subject of a
+	// unit; the tenant token is "=" (empty) for jobs without a tenant.
+	DepthSubjectPattern = "ojs.depth.%s.%s"
+	// DepthSubjectsPattern is the subject space of one depth stream.
+	DepthSubjectsPattern = "ojs.depth.%s.*"
+	// FreedSubjectPattern is the core NATS subject on which a process
+	// announces that units of a queue were released, waking producers
+	// blocked on it in every process. No stream captures it.
+	FreedSubjectPattern = "ojs.freed.%s"
+	// FreedSubjects matches the freed notices of every queue.
+	FreedSubjects = "ojs.freed.*"
 )
 
 // Timer kinds.
@@ -146,3 +163,17 @@ func StatSubject(queue string) string { return fmt.Sprintf(StatSubjectPattern, T
 
 // DeadKey returns the dead-letter index key of a job.
 func DeadKey(queue, jobID string) string { return Token(queue) + "." + Token(jobID) }
+
+// DepthStream returns the depth stream name of a queue.
+func DepthStream(queue string) string { return fmt.Sprintf(DepthStreamPattern, Token(queue)) }
+
+// DepthSubject returns the unit subject of a queue and tenant.
+func DepthSubject(queue, tenant string) string {
+	return fmt.Sprintf(DepthSubjectPattern, Token(queue), Token(tenant))
+}
+
+// DepthSubjects returns the subject space of a queue's depth stream.
+func DepthSubjects(queue string) string { return fmt.Sprintf(DepthSubjectsPattern, Token(queue)) }
+
+// FreedSubject returns the freed-notice subject of a queue.
+func FreedSubject(queue string) string { return fmt.Sprintf(FreedSubjectPattern, Token(queue)) }

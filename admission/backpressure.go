@@ -1,0 +1,475 @@
+package admission
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetgate/jetgate/admission/ojs"
+	"github.com/jetgate/jetgate/jetstream/jobstore"
+	"github.com/jetgate/jetgate/jetstream/topology"
+)
+
+// Backpressure (ojs-backpressure.md, ojs-backpressure.txt).
+//
+// A bounded queue has a depth stream, OJS_DEPTH_<queue>, holding one
+// message (a unit) per job counted against the bound, on subject
+// ojs.depth.<queue>.<tenant>. The bound is the stream's own limits with
+// discard-new: MaxMsgs = max_depth, MaxBytes = max_size_bytes,
+// MaxMsgsPerSubject = tenant_max_depth. A unit is published before the job
+// is stored and JetStream refuses it atomically when the queue is full, so
+// the bound holds across any number of processes and producers with no
+// check-then-act. For the byte bound each unit is padded so that JetStream
+// accounts exactly the size of the job's encoded envelope (a job smaller
+// than the unit's own overhead counts as that overhead, ~100 bytes).
+//
+// A job holds its unit from acceptance until it finishes (completed,
+// cancelled, discarded, expired or dropped). That includes the time it is
+// active: a failed attempt goes back to retryable, and a retry must never
+// find its queue full, so depth here is available + scheduled + retryable
+// + pending + active. Reported depth and pressure are that count.
+//
+// Units never leak: the record keeps the unit's sequence (depth_seq), a
+// release deletes exactly that message and is idempotent, and when a
+// queue is found full a reconciler walks its units (bounded by max_depth)
+// and deletes those older than a minute whose job does not exist, is
+// finished, or points at another unit: the crash between unit and record,
+// and between a job's last transition and its release.
+//
+// A bound set through SetQueueBackpressure holds in the calling process
+// when the call returns, and in every other process once its queue-config
+// watch delivers the change (as pause does). Jobs accepted before that
+// hold no unit and are not counted (ojs-queue-config.md 4.4: a new config
+// does not touch jobs already in the queue).
+
+// Pressure event types: the backpressure extension's names
+// (ojs-backpressure.txt) and the core spec's (ojs-backpressure.md 10.1),
+// both emitted.
+const (
+	EventQueuePressureWarning  = "queue.pressure_warning"
+	EventQueuePressureCritical = "queue.pressure_critical"
+	EventQueueOverflow         = "queue.overflow"
+	EventBackpressureWarning   = "backpressure.warning"
+	EventBackpressureRejected  = "backpressure.rejected"
+	EventBackpressureDropped   = "backpressure.dropped"
+	EventBackpressureCleared   = "backpressure.cleared"
+)
+
+// Tuning of the backpressure machinery.
+const (
+	// pressureFresh is how long a queue's observed depth is reused for
+	// the X-OJS-Queue-Pressure header before it is read again.
+	pressureFresh = 100 * time.Millisecond
+	// reconcileEvery spaces the leak checks of one queue in one process.
+	reconcileEvery = time.Minute
+	// reconcileGrace is how old a unit must be before its job is checked:
+	// older than any enqueue still writing its record.
+	reconcileGrace = time.Minute
+)
+
+// dataSink is implemented by jetstream/events.Publisher: an event with an
+// arbitrary data object.
+type dataSink interface {
+	Publish(eventType, subject string, data any)
+}
+
+// PressureRecorder receives the backpressure metrics; admission/metrics
+// implements it. A Recorder that does not is simply not told.
+type PressureRecorder interface {
+	QueuePressure(ctx context.Context, queue string, ratio float64)
+	QueueRejected(ctx context.Context, queue, strategy string)
+	QueueDropped(ctx context.Context, queue string)
+}
+
+// backpressure is this process's view of the bounded queues.
+type backpressure struct {
+	mu     sync.Mutex
+	queues map[string]*bpQueue
+
+	runCtx  context.Context
+	release chan depthUnit
+	sub     *nats.Subscription
+}
+
+// depthUnit names one unit: a queue's depth stream and a sequence.
+type depthUnit struct {
+	queue string
+	seq   uint64
+}
+
+// bpQueue is one queue's local state: its stream handle, the config last
+// applied to it, the waiting producers and the last observed depth.
+type bpQueue struct {
+	name string
+
+	mu        sync.Mutex
+	stream    jetstream.Stream
+	applied   ojs.Backpressure
+	ensured   bool
+	waiters   []*waiter
+	depth     int64
+	bytes     int64
+	seenAt    time.Time
+	level     int
+	reconcile time.Time
+}
+
+type waiter struct{ ch chan struct{} }
+
+func newBackpressure() *backpressure {
+	return &backpressure{queues: map[string]*bpQueue{}, release: make(chan depthUnit, 4096)}
+}
+
+func (b *backpressure) queue(name string) *bpQueue {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	q, ok := b.queues[name]
+	if !ok {
+		q = &bpQueue{name: name}
+		b.queues[name] = q
+	}
+	return q
+}
+
+func (b *backpressure) lookup(name string) (*bpQueue, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	q, ok := b.queues[name]
+	return q, ok
+}
+
+// startBackpressure starts the release workers and the freed-notice
+// subscription; both end with runCtx.
+func (s *Service) startBackpressure(runCtx context.Context) error {
+	s.bp.runCtx = runCtx
+	sub, err := s.nc.Subscribe(topology.FreedSubjects, func(m *nats.Msg) {
+		name, err := topology.Untoken(m.Subject[strings.LastIndexByte(m.Subject, '.')+1:])
+		if err != nil {
+			return
+		}
+		if q, ok := s.bp.lookup(name); ok {
+			q.wakeHead()
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("subscribe freed notices: %w", err)
+	}
+	s.bp.sub = sub
+	for range 4 {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.releaseLoop(runCtx)
+		}()
+	}
+	return nil
+}
+
+func (s *Service) stopBackpressure() {
+	if s.bp.sub != nil {
+		_ = s.bp.sub.Unsubscribe()
+	}
+}
+
+// releaseLoop deletes released units until runCtx ends, then the ones
+// still queued.
+func (s *Service) releaseLoop(runCtx context.Context) {
+	for {
+		select {
+		case u := <-s.bp.release:
+			s.releaseUnit(context.Background(), u)
+		case <-runCtx.Done():
+			for {
+				select {
+				case u := <-s.bp.release:
+					s.releaseUnit(context.Background(), u)
+				default:
+					return
+				}
+			}
+		}
+	}
+}
+
+// backpressureOf returns a queue's effective bound and where it comes from.
+func (s *Service) backpressureOf(queue string) (ojs.Backpressure, string) {
+	if q, ok := s.queues.get(queue); ok && q.Backpressure != nil {
+		return q.Backpressure.WithDefaults(), "queue"
+	}
+	if s.cfg.DefaultBackpressure.Bounded() {
+		return s.cfg.DefaultBackpressure.WithDefaults(), "default"
+	}
+	return ojs.Backpressure{}, "none"
+}
+
+// reserveDepth takes a unit for every job of a bounded queue, before the
+// jobs are stored, following each queue's strategy. All or none: on error
+// no unit is held. undo gives the units back when the jobs turn out not
+// to be stored.
+func (s *Service) reserveDepth(ctx context.Context, jobs []*ojs.Job) (undo func(), err error) {
+	var groups []string
+	byQueue := map[string][]*ojs.Job{}
+	for _, j := range jobs {
+		if _, ok := byQueue[j.Queue]; !ok {
+			groups = append(groups, j.Queue)
+		}
+		byQueue[j.Queue] = append(byQueue[j.Queue], j)
+	}
+	var held []*ojs.Job
+	undo = func() {
+		for _, j := range held {
+			s.releaseAsync(j.Queue, j.Internal.DepthSeq)
+			j.Internal.DepthSeq = 0
+		}
+	}
+	for _, name := range groups {
+		cfg, _ := s.backpressureOf(name)
+		if !cfg.Bounded() {
+			continue
+		}
+		if err := s.acquire(ctx, s.bp.queue(name), cfg, byQueue[name]); err != nil {
+			undo()
+			return nil, err
+		}
+		held = append(held, byQueue[name]...)
+	}
+	return undo, nil
+}
+
+// releaseDepth gives back the unit of a job that just finished. Call it
+// after the job's transition to a finished state succeeded.
+func (s *Service) releaseDepth(j *ojs.Job) {
+	if j == nil || j.Internal.DepthSeq == 0 || !finished(j.State) {
+		return
+	}
+	s.releaseAsync(j.Queue, j.Internal.DepthSeq)
+}
+
+func finished(st ojs.State) bool {
+	switch st {
+	case ojs.StateCompleted, ojs.StateCancelled, ojs.StateDiscarded:
+		return true
+	}
+	return false
+}
+
+// releaseAsync hands a unit to the release workers; with none running (or
+// a full hand-off queue) it is released on the caller's goroutine.
+func (s *Service) releaseAsync(queue string, seq uint64) {
+	if seq == 0 {
+		return
+	}
+	u := depthUnit{queue, seq}
+	if s.bp.runCtx != nil && s.bp.runCtx.Err() == nil {
+		select {
+		case s.bp.release <- u:
+			return
+		default:
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s.releaseUnit(ctx, u)
+}
+
+// releaseUnit deletes a unit (idempotent: a unit already gone is fine)
+// and wakes the producers waiting for room, here and in other processes.
+func (s *Service) releaseUnit(ctx context.Context, u depthUnit) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+	}
+	q := s.bp.queue(u.queue)
+	st, err := s.depthStream(ctx, q)
+	if err != nil {
+		if !errors.Is(err, jetstream.ErrStreamNotFound) {
+			s.log.Warn("release depth unit", "queue", u.queue, "seq", u.seq, "error", err)
+		}
+		return
+	}
+	if err := st.DeleteMsg(ctx, u.seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) &&
+		!strings.Contains(err.Error(), "no message found") {
+		s.log.Warn("release depth unit", "queue", u.queue, "seq", u.seq, "error", err)
+		return
+	}
+	q.mu.Lock()
+	q.depth = max(0, q.depth-1)
+	q.mu.Unlock()
+	q.wakeHead()
+	if cfg, _ := s.backpressureOf(u.queue); cfg.Strategy == ojs.StrategyBlock {
+		_ = s.nc.Publish(topology.FreedSubject(u.queue), nil)
+	}
+}
+
+// depthStream returns the bound handle of a queue's depth stream.
+func (s *Service) depthStream(ctx context.Context, q *bpQueue) (jetstream.Stream, error) {
+	q.mu.Lock()
+	st := q.stream
+	q.mu.Unlock()
+	if st != nil {
+		return st, nil
+	}
+	st, err := s.js.Stream(ctx, topology.DepthStream(q.name))
+	if err != nil {
+		return nil, err
+	}
+	q.mu.Lock()
+	q.stream = st
+	q.mu.Unlock()
+	return st, nil
+}
+
+// ensureDepth makes sure the queue's depth stream exists with cfg's
+// limits. A queue's own config is applied by SetQueueBackpressure; here a
+// missing stream is created, and the server-wide default is kept current.
+func (s *Service) ensureDepth(ctx context.Context, q *bpQueue, cfg ojs.Backpressure, source string) error {
+	q.mu.Lock()
+	done := q.ensured && q.applied == cfg
+	q.mu.Unlock()
+	if done {
+		return nil
+	}
+	sc := s.depthStreamConfig(q.name, cfg)
+	var st jetstream.Stream
+	var err error
+	if source == "default" {
+		st, err = s.applyDepthConfig(ctx, sc)
+	} else {
+		st, err = s.js.CreateStream(ctx, sc)
+		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			st, err = s.js.Stream(ctx, sc.Name)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("depth stream of %s: %w", q.name, jobstore.Unavailable(err))
+	}
+	q.mu.Lock()
+	q.stream, q.applied, q.ensured = st, cfg, true
+	q.mu.Unlock()
+	return nil
+}
+
+// depthStreamConfig is the depth stream of a queue bounded by cfg; an
+// unbounded cfg keeps the stream without limits, so units held by jobs
+// accepted under an earlier bound are still released by sequence.
+func (s *Service) depthStreamConfig(queue string, cfg ojs.Backpressure) jetstream.StreamConfig {
+	info := s.assets.Ready.CachedInfo()
+	sc := jetstream.StreamConfig{
+		Name:              topology.DepthStream(queue),
+		Description:       fmt.Sprintf("jetgate depth units of queue %q: one message per job counted against its bound", queue),
+		Subjects:          []string{topology.DepthSubjects(queue)},
+		Retention:         jetstream.LimitsPolicy,
+		Discard:           jetstream.DiscardNew,
+		MaxMsgs:           -1,
+		MaxBytes:          -1,
+		MaxMsgsPerSubject: -1,
+		Storage:           info.Config.Storage,
+		Replicas:          info.Config.Replicas,
+	}
+	if cfg.MaxDepth > 0 {
+		sc.MaxMsgs = cfg.MaxDepth
+	}
+	if cfg.MaxSizeBytes > 0 {
+		sc.MaxBytes = cfg.MaxSizeBytes
+	}
+	if cfg.TenantMaxDepth > 0 {
+		sc.MaxMsgsPerSubject = cfg.TenantMaxDepth
+		sc.DiscardNewPerSubject = true
+	}
+	return sc
+}
+
+// applyDepthConfig creates or updates a depth stream. Lowering the
+// per-tenant bound of a stream that holds units is refused: JetStream
+// would delete the oldest units above it, and their jobs would no longer
+// count.
+func (s *Service) applyDepthConfig(ctx context.Context, sc jetstream.StreamConfig) (jetstream.Stream, error) {
+	st, err := s.js.Stream(ctx, sc.Name)
+	switch {
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+		return s.js.CreateStream(ctx, sc)
+	case err != nil:
+		return nil, err
+	}
+	old := st.CachedInfo()
+	lowered := sc.MaxMsgsPerSubject > 0 && (old.Config.MaxMsgsPerSubject <= 0 || sc.MaxMsgsPerSubject < old.Config.MaxMsgsPerSubject)
+	if lowered && old.State.Msgs > 0 {
+		return nil, fmt.Errorf("%w: tenant_max_depth of queue %s can only be lowered or introduced while it holds no jobs (it holds %d)",
+			ojs.ErrConflict, strings.TrimPrefix(sc.Name, "OJS_DEPTH_"), old.State.Msgs)
+	}
+	return s.js.UpdateStream(ctx, sc)
+}
+
+// unit builds the unit message of job j in a queue bounded by cfg.
+func (s *Service) unit(queue string, cfg ojs.Backpressure, j *ojs.Job) (*nats.Msg, string, error) {
+	tenant := ""
+	if cfg.TenantKey != "" {
+		tenant = metaString(j.Meta, cfg.TenantKey)
+	}
+	m := nats.NewMsg(topology.DepthSubject(queue, tenant))
+	m.Header.Set(jobstore.HeaderJobID, j.ID)
+	if cfg.MaxSizeBytes > 0 {
+		b, err := json.Marshal(j.Public())
+		if err != nil {
+			return nil, "", fmt.Errorf("encode job %s: %w", j.ID, err)
+		}
+		if pad := int64(len(b)) - s.unitOverhead(m); pad > 0 {
+			m.Data = make([]byte, pad)
+		}
+	}
+	return m, tenant, nil
+}
+
+// unitOverhead is what JetStream's store accounts for a message beyond its
+// payload (server filestore.go fileStoreMsgSize, memstore.go
+// memStoreMsgSize); TestBackpressureSizeIsExact pins it.
+func (s *Service) unitOverhead(m *nats.Msg) int64 {
+	hdr := int64(len("NATS/1.0\r\n") + 2)
+	for k, vs := range m.Header {
+		for _, v := range vs {
+			hdr += int64(len(k) + 2 + len(v) + 2)
+		}
+	}
+	if s.assets.Ready.CachedInfo().Config.Storage == jetstream.MemoryStorage {
+		return int64(len(m.Subject)) + hdr + 16
+	}
+	return 22 + int64(len(m.Subject)) + 4 + hdr + 8
+}
+
+// metaString returns the string form of meta[key] ("" when absent).
+func metaString(meta json.RawMessage, key string) string {
+	if len(meta) == 0 {
+		return ""
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(meta, &m) != nil {
+		return ""
+	}
+	raw, ok := m[key]
+	if !ok {
+		return ""
+	}
+	var str string
+	if json.Unmarshal(raw, &str) == nil {
+		return str
+	}
+	return string(raw)
+}
+
+// undoDepth gives back the units reserved for jobs whose enqueue failed
+// before their records could exist. After a transport failure the record
+// may have been written anyway, so the units stay; the reconciler releases
+// them if the records turn out missing.
+func undoDepth(undo func(), err error) {
+	if err != nil && undo != nil && !errors.Is(err, ojs.ErrUnavailable) {
+		undo()
+	}
+}

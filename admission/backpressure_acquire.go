@@ -1,0 +1,368 @@
+package admission
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetgate/jetgate/admission/ojs"
+	"github.com/jetgate/jetgate/jetstream/jobstore"
+)
+
+// fullError is a unit refused by a depth stream's limits.
+type fullError struct {
+	bound  string // "max_depth", "max_size_bytes", "tenant_max_depth"
+	tenant string
+}
+
+func (e *fullError) Error() string { return "queue full: " + e.bound }
+
+// asFull classifies a refused unit publish.
+func asFull(err error, tenant string) (*fullError, bool) {
+	var apiErr *jetstream.APIError
+	if !errors.As(err, &apiErr) {
+		return nil, false
+	}
+	switch d := apiErr.Description; {
+	case strings.Contains(d, "maximum messages per subject exceeded"):
+		return &fullError{bound: "tenant_max_depth", tenant: tenant}, true
+	case strings.Contains(d, "maximum messages exceeded"):
+		return &fullError{bound: "max_depth"}, true
+	case strings.Contains(d, "maximum bytes exceeded"):
+		return &fullError{bound: "max_size_bytes"}, true
+	}
+	return nil, false
+}
+
+// acquire takes the units of jobs (all of one queue) following the
+// queue's strategy.
+func (s *Service) acquire(ctx context.Context, q *bpQueue, cfg ojs.Backpressure, jobs []*ojs.Job) error {
+	_, source := s.backpressureOf(q.name)
+	if err := s.ensureDepth(ctx, q, cfg, source); err != nil {
+		return err
+	}
+	if cfg.MaxDepth > 0 && int64(len(jobs)) > cfg.MaxDepth {
+		// Can never fit: refuse at once whatever the strategy.
+		return s.rejected(ctx, q, cfg, &fullError{bound: "max_depth"}, jobs, 0)
+	}
+	var err error
+	switch cfg.Strategy {
+	case ojs.StrategyBlock:
+		err = s.acquireBlocking(ctx, q, cfg, jobs)
+	case ojs.StrategyDropOldest:
+		err = s.acquireDropping(ctx, q, cfg, jobs)
+	default:
+		err = s.tryAcquire(ctx, q, cfg, jobs)
+		if full, ok := errors.AsType[*fullError](err); ok {
+			err = s.rejected(ctx, q, cfg, full, jobs, 0)
+		}
+	}
+	if err == nil {
+		q.mu.Lock()
+		q.depth += int64(len(jobs))
+		q.mu.Unlock()
+		ojs.ReportPressure(ctx, s.observe(ctx, q, cfg, false))
+	}
+	return err
+}
+
+// tryAcquire publishes one unit per job, pipelined, and records each
+// unit's sequence on its job. If any is refused, the others are released
+// and a *fullError returned.
+func (s *Service) tryAcquire(ctx context.Context, q *bpQueue, cfg ojs.Backpressure, jobs []*ojs.Job) error {
+	msgs := make([]*nats.Msg, len(jobs))
+	tenants := make([]string, len(jobs))
+	for i, j := range jobs {
+		m, tenant, err := s.unit(q.name, cfg, j)
+		if err != nil {
+			return err
+		}
+		msgs[i], tenants[i] = m, tenant
+	}
+	if len(jobs) == 1 {
+		ack, err := s.js.PublishMsg(ctx, msgs[0])
+		if err != nil {
+			if full, ok := asFull(err, tenants[0]); ok {
+				return full
+			}
+			return fmt.Errorf("reserve depth of %s: %w", q.name, jobstore.Unavailable(err))
+		}
+		jobs[0].Internal.DepthSeq = ack.Sequence
+		return nil
+	}
+	futures := make([]jetstream.PubAckFuture, len(msgs))
+	var firstErr error
+	for i, m := range msgs {
+		f, err := s.js.PublishMsgAsync(m)
+		if err != nil {
+			firstErr = fmt.Errorf("reserve depth of %s: %w", q.name, jobstore.Unavailable(err))
+			break
+		}
+		futures[i] = f
+	}
+	for i, f := range futures {
+		if f == nil {
+			continue
+		}
+		select {
+		case ack := <-f.Ok():
+			jobs[i].Internal.DepthSeq = ack.Sequence
+		case err := <-f.Err():
+			if full, ok := asFull(err, tenants[i]); ok {
+				if _, already := errors.AsType[*fullError](firstErr); !already {
+					firstErr = full
+				}
+			} else if firstErr == nil {
+				firstErr = fmt.Errorf("reserve depth of %s: %w", q.name, jobstore.Unavailable(err))
+			}
+		case <-ctx.Done():
+			if firstErr == nil {
+				firstErr = fmt.Errorf("reserve depth of %s: %w", q.name, jobstore.Unavailable(ctx.Err()))
+			}
+		}
+	}
+	if firstErr != nil {
+		for _, j := range jobs {
+			if j.Internal.DepthSeq != 0 {
+				s.releaseUnit(ctx, depthUnit{q.name, j.Internal.DepthSeq})
+				j.Internal.DepthSeq = 0
+			}
+		}
+	}
+	return firstErr
+}
+
+// acquireBlocking waits, in arrival order among this process's producers,
+// until the units fit or the block timeout passes. Waiting costs nothing:
+// only the head waiter is woken, by a release in this process or a freed
+// notice from another, and then tries once.
+func (s *Service) acquireBlocking(ctx context.Context, q *bpQueue, cfg ojs.Backpressure, jobs []*ojs.Job) error {
+	timeout := s.blockTimeout(ctx)
+	w := &waiter{ch: make(chan struct{}, 1)}
+	q.mu.Lock()
+	q.waiters = append(q.waiters, w)
+	head := len(q.waiters) == 1
+	q.mu.Unlock()
+	defer q.leave(w)
+	var last *fullError
+	try := func() (done bool, err error) {
+		err = s.tryAcquire(ctx, q, cfg, jobs)
+		full, ok := errors.AsType[*fullError](err)
+		if !ok {
+			return true, err
+		}
+		last = full
+		return false, nil
+	}
+	if head || timeout <= 0 {
+		if done, err := try(); done {
+			return err
+		}
+	}
+	if timeout <= 0 {
+		return s.rejected(ctx, q, cfg, last, jobs, 0)
+	}
+	start := time.Now()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		select {
+		case <-w.ch:
+			if done, err := try(); done {
+				return err
+			}
+		case <-deadline.C:
+			if last == nil {
+				last = &fullError{bound: "max_depth"}
+			}
+			return s.rejected(ctx, q, cfg, last, jobs, time.Since(start))
+		case <-ctx.Done():
+			return fmt.Errorf("wait for room in queue %s: %w", q.name, jobstore.Unavailable(ctx.Err()))
+		}
+	}
+}
+
+// blockTimeout is the request's OJS-Block-Timeout, or the default, capped
+// at MaxBlockTimeout.
+func (s *Service) blockTimeout(ctx context.Context) time.Duration {
+	d, ok := ojs.BlockTimeout(ctx)
+	if !ok {
+		d = s.cfg.DefaultBlockTimeout
+	}
+	return min(max(d, 0), s.cfg.MaxBlockTimeout)
+}
+
+// leave removes w from the waiters; when w was the head, the next waiter
+// becomes head and tries at once (room may be left).
+func (q *bpQueue) leave(w *waiter) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for i, o := range q.waiters {
+		if o == w {
+			q.waiters = append(q.waiters[:i], q.waiters[i+1:]...)
+			if i == 0 && len(q.waiters) > 0 {
+				signal(q.waiters[0].ch)
+			}
+			return
+		}
+	}
+}
+
+// wakeHead lets the oldest waiter try again.
+func (q *bpQueue) wakeHead() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.waiters) > 0 {
+		signal(q.waiters[0].ch)
+	}
+}
+
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// acquireDropping makes room by discarding the oldest available jobs of
+// the lowest priority, as many as the refused units, and tries again. The
+// per-tenant bound is not made room for: dropping another tenant's job
+// would not help, so it rejects.
+func (s *Service) acquireDropping(ctx context.Context, q *bpQueue, cfg ojs.Backpressure, jobs []*ojs.Job) error {
+	var full *fullError
+	for range len(jobs) + 8 {
+		err := s.tryAcquire(ctx, q, cfg, jobs)
+		f, ok := errors.AsType[*fullError](err)
+		if !ok {
+			return err
+		}
+		full = f
+		if full.bound == "tenant_max_depth" {
+			break
+		}
+		n, err := s.dropOldest(ctx, q, len(jobs))
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			break
+		}
+	}
+	return s.rejected(ctx, q, cfg, full, jobs, 0)
+}
+
+// rejected records an overflow and builds the 429 error.
+func (s *Service) rejected(ctx context.Context, q *bpQueue, cfg ojs.Backpressure, full *fullError, jobs []*ojs.Job, waited time.Duration) error {
+	p := s.observe(ctx, q, cfg, true)
+	if pr, ok := s.met.(PressureRecorder); ok {
+		pr.QueueRejected(ctx, q.name, cfg.Strategy)
+	}
+	data := map[string]any{
+		"queue": q.name, "depth": p.Depth, "bound": bound(cfg, full.bound), "max_depth": cfg.MaxDepth,
+		"strategy": cfg.Strategy, "bound_type": full.bound, "job_type": jobs[0].Type, "jobs": len(jobs),
+	}
+	if full.tenant != "" || full.bound == "tenant_max_depth" {
+		data["tenant"] = full.tenant
+	}
+	s.queueEvent(EventQueueOverflow, q.name, data)
+	s.queueEvent(EventBackpressureRejected, q.name, data)
+	s.maybeReconcile(q)
+	return &ojs.QueueFullError{Pressure: p, Bound: full.bound, Tenant: full.tenant, Waited: waited,
+		RetryAfter: s.cfg.BackpressureRetryAfter}
+}
+
+func bound(cfg ojs.Backpressure, kind string) int64 {
+	switch kind {
+	case "max_size_bytes":
+		return cfg.MaxSizeBytes
+	case "tenant_max_depth":
+		return cfg.TenantMaxDepth
+	}
+	return cfg.MaxDepth
+}
+
+// observe returns the queue's pressure, read from its depth stream when
+// the last reading is older than pressureFresh (or fresh is asked), and
+// emits the warning, critical and cleared events when the level changes.
+func (s *Service) observe(ctx context.Context, q *bpQueue, cfg ojs.Backpressure, fresh bool) ojs.Pressure {
+	q.mu.Lock()
+	stale := fresh || time.Since(q.seenAt) > pressureFresh
+	if stale {
+		q.seenAt = time.Now() // one reader at a time; the others use the last reading
+	}
+	st := q.stream
+	q.mu.Unlock()
+	if stale && st != nil {
+		if info, err := st.Info(ctx); err == nil {
+			q.mu.Lock()
+			q.depth, q.bytes = int64(info.State.Msgs), int64(info.State.Bytes)
+			q.mu.Unlock()
+		}
+	}
+	q.mu.Lock()
+	p := ojs.Pressure{Queue: q.name, Depth: q.depth, MaxDepth: cfg.MaxDepth, MaxSizeBytes: cfg.MaxSizeBytes, Strategy: cfg.Strategy}
+	if cfg.MaxSizeBytes > 0 {
+		p.SizeBytes = q.bytes
+	}
+	p.Ratio = pressureRatio(p)
+	level := 0
+	switch {
+	case p.Ratio >= ojs.CriticalThreshold:
+		level = 2
+	case p.Ratio >= cfg.WarningThreshold:
+		level = 1
+	}
+	prev := q.level
+	q.level = level
+	q.mu.Unlock()
+	if pr, ok := s.met.(PressureRecorder); ok {
+		pr.QueuePressure(ctx, q.name, p.Ratio)
+	}
+	s.pressureEvents(p, prev, level)
+	return p
+}
+
+func pressureRatio(p ojs.Pressure) float64 {
+	var r float64
+	if p.MaxDepth > 0 {
+		r = float64(p.Depth) / float64(p.MaxDepth)
+	}
+	if p.MaxSizeBytes > 0 {
+		r = max(r, float64(p.SizeBytes)/float64(p.MaxSizeBytes))
+	}
+	return min(max(r, 0), 1)
+}
+
+func (s *Service) pressureEvents(p ojs.Pressure, prev, level int) {
+	if prev == level {
+		return
+	}
+	data := map[string]any{"queue": p.Queue, "depth": p.Depth, "bound": p.MaxDepth, "max_size_bytes": p.MaxSizeBytes,
+		"size_bytes": p.SizeBytes, "pressure": p.Ratio}
+	switch {
+	case level > prev && level >= 1 && prev < 1:
+		s.queueEvent(EventQueuePressureWarning, p.Queue, data)
+		s.queueEvent(EventBackpressureWarning, p.Queue, data)
+		if level == 2 {
+			s.queueEvent(EventQueuePressureCritical, p.Queue, data)
+		}
+	case level == 2:
+		s.queueEvent(EventQueuePressureCritical, p.Queue, data)
+	case level == 0:
+		s.queueEvent(EventBackpressureCleared, p.Queue, data)
+	}
+}
+
+// queueEvent emits a queue event with a data object.
+func (s *Service) queueEvent(eventType, queue string, data map[string]any) {
+	if ds, ok := s.events.(dataSink); ok {
+		ds.Publish(eventType, queue, data)
+		return
+	}
+	s.events.PublishQueue(eventType, queue, "")
+}

@@ -1,0 +1,186 @@
+package admission
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetgate/jetgate/admission/ojs"
+	"github.com/jetgate/jetgate/jetstream/jobstore"
+	"github.com/jetgate/jetgate/jetstream/topology"
+)
+
+// maxDropScan bounds the ready messages looked at per level in one drop.
+const maxDropScan = 64
+
+// dropOldest discards up to n available jobs of a queue to make room: the
+// oldest of the lowest priority (highest number) first (ojs-backpressure
+// 5.3 and the .txt's "lower-priority jobs are dropped first"). Only
+// available jobs are dropped, never active, scheduled or retryable ones.
+// It returns how many were dropped; their units are released before it
+// returns.
+func (s *Service) dropOldest(ctx context.Context, q *bpQueue, n int) (int, error) {
+	levels, err := s.levels(ctx, q.name)
+	if err != nil {
+		return 0, err
+	}
+	dropped := 0
+	for i := len(levels) - 1; i >= 0 && dropped < n; i-- {
+		subj := topology.ReadySubject(q.name, levels[i])
+		var seq uint64 = 1
+		for range maxDropScan {
+			if dropped == n {
+				break
+			}
+			raw, err := s.assets.Ready.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subj))
+			if errors.Is(err, jetstream.ErrMsgNotFound) {
+				break
+			}
+			if err != nil {
+				return dropped, fmt.Errorf("find oldest job of %s: %w", q.name, jobstore.Unavailable(err))
+			}
+			seq = raw.Sequence + 1
+			ref, ok := jobstore.Ref(raw.Header)
+			if !ok {
+				continue
+			}
+			ok, err = s.drop(ctx, q.name, ref, raw.Sequence)
+			if err != nil {
+				return dropped, err
+			}
+			if ok {
+				dropped++
+			}
+		}
+	}
+	return dropped, nil
+}
+
+// drop discards one available job named by a ready message, with error
+// type "overflow" (ojs-queue-config.md 6.1). A message whose job moved on
+// is deleted (it would be acked as stale anyway), except the held message
+// of an active job, which backs its lease.
+func (s *Service) drop(ctx context.Context, queue string, ref jobstore.MsgRef, readySeq uint64) (bool, error) {
+	nj, old, err := s.transition(ctx, ref.JobID, func(j *ojs.Job) (*ojs.Job, func(context.Context, *ojs.Job) error, error) {
+		switch {
+		case j.State == ojs.StateActive && j.Internal.HeldToken == ref.Token:
+			return nil, nil, errRedelivered
+		case j.State != ojs.StateAvailable || j.Internal.Token != ref.Token:
+			return nil, nil, errStale
+		}
+		now := s.now()
+		nj := j.Clone()
+		nj.State = ojs.StateDiscarded
+		nj.DiscardedAt = ojs.NewTime(now)
+		nj.Error = &ojs.JobError{Code: "overflow", Type: "overflow", At: ojs.NewTime(now),
+			Message: fmt.Sprintf("dropped by the drop_oldest backpressure of queue '%s' to make room for a newer job", queue)}
+		nj.Internal.Token = jobstore.NewToken()
+		return nj, func(ctx context.Context, nj *ojs.Job) error {
+			return s.store.PutDead(ctx, jobstore.DeadEntry{JobID: nj.ID, Queue: nj.Queue, DiscardedAt: nj.DiscardedAt})
+		}, nil
+	})
+	switch {
+	case errors.Is(err, errStale):
+		_ = s.assets.Ready.DeleteMsg(ctx, readySeq)
+		return false, nil
+	case errors.Is(err, errRedelivered), isNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	_ = s.assets.Ready.DeleteMsg(ctx, readySeq)
+	s.stats.move(nj.Queue, old.State, nj.State)
+	s.met.JobDiscarded(ctx, nj.Queue, nj.Type, 0)
+	if pr, ok := s.met.(PressureRecorder); ok {
+		pr.QueueDropped(ctx, queue)
+	}
+	s.events.PublishJob(EventJobDiscarded, nj, map[string]any{"reason": "overflow"})
+	s.queueEvent(EventBackpressureDropped, queue, map[string]any{"queue": queue, "job_id": nj.ID, "job_type": nj.Type})
+	s.releaseUnit(ctx, depthUnit{queue, nj.Internal.DepthSeq})
+	return true, nil
+}
+
+// maybeReconcile checks a full queue's units for leaks, at most once per
+// reconcileEvery in this process, in the background.
+func (s *Service) maybeReconcile(q *bpQueue) {
+	q.mu.Lock()
+	due := time.Since(q.reconcile) > reconcileEvery
+	if due {
+		q.reconcile = time.Now()
+	}
+	q.mu.Unlock()
+	runCtx := s.bp.runCtx
+	if !due || runCtx == nil || runCtx.Err() != nil {
+		return
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		ctx, cancel := context.WithTimeout(runCtx, time.Minute)
+		defer cancel()
+		if n, err := s.ReconcileDepth(ctx, q.name, reconcileGrace); err != nil {
+			s.log.Warn("reconcile depth units", "queue", q.name, "error", err)
+		} else if n > 0 {
+			s.log.Info("released leaked depth units", "queue", q.name, "units", n)
+		}
+	}()
+}
+
+// ReconcileDepth releases the units of a queue, older than grace, whose
+// job does not exist, has finished, or holds another unit. It reads every
+// unit once (bounded by the queue's bound) and returns how many it released.
+func (s *Service) ReconcileDepth(ctx context.Context, queue string, grace time.Duration) (int, error) {
+	q := s.bp.queue(queue)
+	if _, err := s.depthStream(ctx, q); err != nil {
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			return 0, nil
+		}
+		return 0, err
+	}
+	cons, err := s.js.OrderedConsumer(ctx, topology.DepthStream(queue), jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		return 0, fmt.Errorf("read units of %s: %w", queue, jobstore.Unavailable(err))
+	}
+	released := 0
+	for {
+		batch, err := cons.FetchNoWait(256)
+		if err != nil {
+			return released, fmt.Errorf("read units of %s: %w", queue, jobstore.Unavailable(err))
+		}
+		n := 0
+		var pending uint64
+		for m := range batch.Messages() {
+			n++
+			md, err := m.Metadata()
+			if err != nil {
+				continue
+			}
+			pending = md.NumPending
+			if time.Since(md.Timestamp) < grace {
+				continue
+			}
+			if s.leaked(ctx, m.Headers().Get(jobstore.HeaderJobID), md.Sequence.Stream) {
+				s.releaseUnit(ctx, depthUnit{queue, md.Sequence.Stream})
+				released++
+			}
+		}
+		if n == 0 || pending == 0 {
+			return released, nil
+		}
+	}
+}
+
+// leaked reports whether unit seq no longer belongs to job id.
+func (s *Service) leaked(ctx context.Context, id string, seq uint64) bool {
+	j, _, err := s.store.Get(ctx, id)
+	switch {
+	case isNotFound(err):
+		return true
+	case err != nil:
+		return false
+	}
+	return finished(j.State) || j.Internal.DepthSeq != seq
+}

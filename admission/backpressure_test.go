@@ -1,0 +1,604 @@
+package admission_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetgate/jetgate/admission"
+	"github.com/jetgate/jetgate/admission/ojs"
+	"github.com/jetgate/jetgate/jetstream/natstest"
+	"github.com/jetgate/jetgate/jetstream/topology"
+)
+
+// bound sets a queue's backpressure and fails the test on error.
+func bound(t *testing.T, b bundle, queue string, bp ojs.Backpressure) {
+	t.Helper()
+	if _, err := b.svc.SetQueueBackpressure(testCtx(t), queue, &bp); err != nil {
+		t.Fatalf("set backpressure of %s: %v", queue, err)
+	}
+}
+
+func tryEnqueue(t *testing.T, b bundle, body string) (*ojs.Job, error) {
+	t.Helper()
+	return b.svc.Enqueue(testCtx(t), mustParse(t, body))
+}
+
+func wantFull(t *testing.T, err error, boundKind string) *ojs.QueueFullError {
+	t.Helper()
+	fe, ok := errors.AsType[*ojs.QueueFullError](err)
+	if !ok {
+		t.Fatalf("want QueueFullError(%s), got %v", boundKind, err)
+	}
+	if fe.Bound != boundKind || fe.RetryAfter <= 0 {
+		t.Fatalf("QueueFullError bound %q retry-after %s, want %q and > 0", fe.Bound, fe.RetryAfter, boundKind)
+	}
+	return fe
+}
+
+// units is the number of depth units of a queue, read from JetStream.
+func units(t *testing.T, js jetstream.JetStream, queue string) (msgs, bytes uint64) {
+	t.Helper()
+	st, err := js.Stream(testCtx(t), topology.DepthStream(queue))
+	if err != nil {
+		t.Fatalf("depth stream: %v", err)
+	}
+	info, err := st.Info(testCtx(t))
+	if err != nil {
+		t.Fatalf("depth stream info: %v", err)
+	}
+	return info.State.Msgs, info.State.Bytes
+}
+
+func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// BP-001, BP-002, BP-005: a depth bound refuses the job past max_depth
+// with a retryable 429 error carrying depth and bound; the job is not
+// stored; room comes back when a job finishes.
+func TestBackpressureRejectAtMaxDepth_BP001_BP002(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := testCtx(t)
+	bound(t, b, "bp", ojs.Backpressure{MaxDepth: 3})
+	var ids []string
+	for i := range 3 {
+		j := enqueue(t, b, fmt.Sprintf(`{"type":"t","args":[%d],"options":{"queue":"bp"}}`, i))
+		ids = append(ids, j.ID)
+	}
+	id4 := "019a0000-0000-7000-8000-000000000004"
+	_, err := tryEnqueue(t, b, `{"id":"`+id4+`","type":"t","args":[4],"options":{"queue":"bp"}}`)
+	fe := wantFull(t, err, "max_depth")
+	if fe.Depth != 3 || fe.MaxDepth != 3 || fe.Ratio != 1 || fe.Strategy != ojs.StrategyReject {
+		t.Fatalf("full error: %+v", fe.Pressure)
+	}
+	if _, err := b.svc.Get(ctx, id4); !errors.Is(err, ojs.ErrNotFound) {
+		t.Fatalf("5.1: the refused job must not be stored, Get: %v", err)
+	}
+	if n, _ := units(t, b.js, "bp"); n != 3 {
+		t.Fatalf("units = %d, want 3", n)
+	}
+	// Finishing one job (fetch + ack) frees one unit.
+	j := fetch1(t, b, "bp")
+	if _, err := b.svc.Ack(ctx, ojs.AckRequest{JobID: j.ID}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "unit release", func() bool { n, _ := units(t, b.js, "bp"); return n == 2 })
+	enqueue(t, b, `{"type":"t","args":[5],"options":{"queue":"bp"}}`)
+	// Cancel releases too.
+	if _, _, err := b.svc.Cancel(ctx, ids[1]); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "unit release on cancel", func() bool { n, _ := units(t, b.js, "bp"); return n == 2 })
+	// Other queues are not bounded.
+	enqueue(t, b, `{"type":"t","args":[6],"options":{"queue":"other"}}`)
+}
+
+// BP-R001: the size bound counts each job's encoded envelope exactly.
+func TestBackpressureSizeIsExact_BPR001(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var total int64
+	body := func(i int) string {
+		return fmt.Sprintf(`{"type":"t","args":["%0200d"],"options":{"queue":"sz"}}`, i)
+	}
+	bound(t, b, "sz", ojs.Backpressure{MaxSizeBytes: 2000})
+	for i := 0; ; i++ {
+		j, err := tryEnqueue(t, b, body(i))
+		if err != nil {
+			fe := wantFull(t, err, "max_size_bytes")
+			if fe.SizeBytes != total || fe.MaxSizeBytes != 2000 {
+				t.Fatalf("full error size %d/%d, want %d/2000", fe.SizeBytes, fe.MaxSizeBytes, total)
+			}
+			break
+		}
+		enc, _ := json.Marshal(j.Public())
+		total += int64(len(enc))
+		if _, bytes := units(t, b.js, "sz"); int64(bytes) != total {
+			t.Fatalf("after %d jobs JetStream accounts %d bytes, want the envelopes' %d", i+1, bytes, total)
+		}
+	}
+	if total > 2000 || total < 2000-600 {
+		t.Fatalf("accepted %d bytes under a 2000 byte bound", total)
+	}
+}
+
+// BP-R002: block waits for room, in arrival order, and 429s at its timeout.
+func TestBackpressureBlock_BPR002(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := testCtx(t)
+	bound(t, b, "blk", ojs.Backpressure{MaxDepth: 1, Strategy: ojs.StrategyBlock})
+	first := enqueue(t, b, `{"type":"t","args":[0],"options":{"queue":"blk"}}`)
+
+	// Without OJS-Block-Timeout the default is 0: reject at once (5.2).
+	_, err := tryEnqueue(t, b, `{"type":"t","args":[1],"options":{"queue":"blk"}}`)
+	wantFull(t, err, "max_depth")
+
+	// A short timeout gives up with 429 after waiting.
+	start := time.Now()
+	_, err = b.svc.Enqueue(ojs.WithBlockTimeout(ctx, 100*time.Millisecond), mustParse(t, `{"type":"t","args":[2],"options":{"queue":"blk"}}`))
+	if fe := wantFull(t, err, "max_depth"); fe.Waited < 100*time.Millisecond || time.Since(start) > 5*time.Second {
+		t.Fatalf("waited %s", fe.Waited)
+	}
+
+	// Two blocked producers are served in arrival order as room frees.
+	var mu sync.Mutex
+	var order []string
+	var wg sync.WaitGroup
+	for i, name := range []string{"second", "third"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			j, err := b.svc.Enqueue(ojs.WithBlockTimeout(ctx, 20*time.Second),
+				mustParse(t, fmt.Sprintf(`{"type":"t","args":[%d],"options":{"queue":"blk"}}`, 10+i)))
+			if err != nil {
+				t.Errorf("%s: %v", name, err)
+				return
+			}
+			mu.Lock()
+			order = append(order, name+":"+j.ID)
+			mu.Unlock()
+		}()
+		// Arrival order: the second producer waits before the third starts.
+		eventually(t, 5*time.Second, "producer waiting", func() bool { return b.svc.BlockedProducers("blk") == i+1 })
+	}
+	finish := func(id string) {
+		got := fetch1(t, b, "blk")
+		if got == nil || got.ID != id {
+			t.Fatalf("fetch: got %v want %s", got, id)
+		}
+		if _, err := b.svc.Ack(ctx, ojs.AckRequest{JobID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	finish(first.ID)
+	eventually(t, 5*time.Second, "second accepted", func() bool { mu.Lock(); defer mu.Unlock(); return len(order) == 1 })
+	mu.Lock()
+	if order[0][:6] != "second" {
+		t.Fatalf("order %v: the first waiter must be served first", order)
+	}
+	secondID := order[0][7:]
+	mu.Unlock()
+	finish(secondID)
+	wg.Wait()
+	if len(order) != 2 || order[1][:5] != "third" {
+		t.Fatalf("order %v", order)
+	}
+}
+
+// BP-R003: drop_oldest discards the oldest available job of the lowest
+// priority (highest number), with error type overflow, to accept the new.
+func TestBackpressureDropOldest_BPR003(t *testing.T) {
+	t.Parallel()
+	sink := newEventSink()
+	b := setupCfg(t, natsJS(t), admission.Config{Events: sink})
+	ctx := testCtx(t)
+	bound(t, b, "drop", ojs.Backpressure{MaxDepth: 3, Strategy: ojs.StrategyDropOldest})
+	hi := enqueue(t, b, `{"type":"t","args":[0],"options":{"queue":"drop","priority":1}}`)
+	lowOld := enqueue(t, b, `{"type":"t","args":[1],"options":{"queue":"drop","priority":9}}`)
+	lowNew := enqueue(t, b, `{"type":"t","args":[2],"options":{"queue":"drop","priority":9}}`)
+	nj := enqueue(t, b, `{"type":"t","args":[3],"options":{"queue":"drop","priority":5}}`)
+	dropped, err := b.svc.Get(ctx, lowOld.ID)
+	if err != nil || dropped.State != ojs.StateDiscarded || dropped.Error == nil || dropped.Error.Type != "overflow" {
+		t.Fatalf("oldest lowest-priority job: %v %+v", err, dropped)
+	}
+	for _, j := range []*ojs.Job{hi, lowNew, nj} {
+		if got, err := b.svc.Get(ctx, j.ID); err != nil || got.State != ojs.StateAvailable {
+			t.Fatalf("job %s: %v %+v", j.ID, err, got)
+		}
+	}
+	if n, _ := units(t, b.js, "drop"); n != 3 {
+		t.Fatalf("units = %d, want 3", n)
+	}
+	sink.waitFor(t, admission.EventBackpressureDropped)
+	sink.waitFor(t, admission.EventJobDiscarded)
+	// The dropped job is not handed out; the others come in priority order.
+	for _, want := range []string{hi.ID, nj.ID, lowNew.ID} {
+		if got := fetch1(t, b, "drop"); got == nil || got.ID != want {
+			t.Fatalf("fetch: got %v want %s", got, want)
+		}
+	}
+	// Nothing available to drop (all three are active): reject (5.3 drops
+	// only available jobs).
+	_, err = tryEnqueue(t, b, `{"type":"t","args":[4],"options":{"queue":"drop"}}`)
+	wantFull(t, err, "max_depth")
+}
+
+// 9.3: a batch is all or nothing against the bound.
+func TestBackpressureBatchAllOrNothing(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := testCtx(t)
+	bound(t, b, "bat", ojs.Backpressure{MaxDepth: 5})
+	for i := range 3 {
+		enqueue(t, b, fmt.Sprintf(`{"type":"t","args":[%d],"options":{"queue":"bat"}}`, i))
+	}
+	batch := func(n int) []*ojs.Job {
+		var out []*ojs.Job
+		for i := range n {
+			out = append(out, mustParse(t, fmt.Sprintf(`{"type":"t","args":[%d],"options":{"queue":"bat"}}`, 100+i)))
+		}
+		return out
+	}
+	_, err := b.svc.EnqueueBatch(ctx, batch(3))
+	wantFull(t, err, "max_depth")
+	eventually(t, 5*time.Second, "units of the refused batch released", func() bool { n, _ := units(t, b.js, "bat"); return n == 3 })
+	got, err := b.svc.EnqueueBatch(ctx, batch(2))
+	if err != nil || len(got) != 2 {
+		t.Fatalf("batch of 2: %v", err)
+	}
+	if n, _ := units(t, b.js, "bat"); n != 5 {
+		t.Fatalf("units = %d, want 5", n)
+	}
+	// A batch larger than the bound can never fit.
+	_, err = b.svc.EnqueueBatch(ctx, batch(6))
+	wantFull(t, err, "max_depth")
+}
+
+// Per-tenant depth (ojs-backpressure.md 9.2, .txt multi-tenancy): one
+// tenant cannot fill a shared queue.
+func TestBackpressurePerTenant(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	bound(t, b, "shared", ojs.Backpressure{MaxDepth: 10, TenantKey: "tenant_id", TenantMaxDepth: 2})
+	job := func(tenant string, i int) string {
+		return fmt.Sprintf(`{"type":"t","args":[%d],"meta":{"tenant_id":%q},"options":{"queue":"shared"}}`, i, tenant)
+	}
+	enqueue(t, b, job("acme", 1))
+	enqueue(t, b, job("acme", 2))
+	_, err := tryEnqueue(t, b, job("acme", 3))
+	if fe := wantFull(t, err, "tenant_max_depth"); fe.Tenant != "acme" {
+		t.Fatalf("tenant %q", fe.Tenant)
+	}
+	enqueue(t, b, job("globex", 1))
+	enqueue(t, b, job("a.b*>", 1)) // escaped into one subject token
+	enqueue(t, b, job("a.b*>", 2))
+	// Lowering the per-tenant bound while jobs are held is refused.
+	_, err = b.svc.SetQueueBackpressure(testCtx(t), "shared", &ojs.Backpressure{MaxDepth: 10, TenantKey: "tenant_id", TenantMaxDepth: 1})
+	if !errors.Is(err, ojs.ErrConflict) {
+		t.Fatalf("lowering tenant bound: %v", err)
+	}
+}
+
+// Events and the pressure report: warning at the threshold, critical at
+// 95 %, overflow (and the core spec's aliases) on refusal.
+func TestBackpressureEventsAndPressure(t *testing.T) {
+	t.Parallel()
+	sink := newEventSink()
+	b := setupCfg(t, natsJS(t), admission.Config{Events: sink})
+	bound(t, b, "ev", ojs.Backpressure{MaxDepth: 20, WarningThreshold: 0.5})
+	var last ojs.Pressure
+	for i := range 20 {
+		ctx, rep := ojs.WithPressureReport(testCtx(t))
+		if _, err := b.svc.Enqueue(ctx, mustParse(t, fmt.Sprintf(`{"type":"t","args":[%d],"options":{"queue":"ev"}}`, i))); err != nil {
+			t.Fatal(err)
+		}
+		p, ok := rep.Highest()
+		if !ok || p.MaxDepth != 20 || p.Ratio < last.Ratio {
+			t.Fatalf("pressure report %d: %+v (previous %+v)", i, p, last)
+		}
+		last = p
+	}
+	if last.Ratio != 1 || last.Depth != 20 {
+		t.Fatalf("final pressure %+v", last)
+	}
+	_, err := tryEnqueue(t, b, `{"type":"t","args":[],"options":{"queue":"ev"}}`)
+	wantFull(t, err, "max_depth")
+	for _, e := range []string{admission.EventQueuePressureWarning, admission.EventBackpressureWarning,
+		admission.EventQueuePressureCritical, admission.EventQueueOverflow, admission.EventBackpressureRejected} {
+		sink.waitFor(t, e)
+	}
+	st, err := b.svc.QueueStats(testCtx(t), "ev")
+	if err != nil || st.Backpressure == nil || st.Backpressure.Depth != 20 || st.Backpressure.Ratio != 1 {
+		t.Fatalf("stats: %v %+v", err, st)
+	}
+	cfg, err := b.svc.QueueConfig(testCtx(t), "ev")
+	if err != nil || cfg.Source != "queue" || cfg.Backpressure.MaxDepth != 20 || cfg.Backpressure.Strategy != ojs.StrategyReject {
+		t.Fatalf("config: %v %+v", err, cfg)
+	}
+}
+
+// A server-wide default bounds queues without their own config.
+func TestBackpressureServerDefault(t *testing.T) {
+	t.Parallel()
+	b := setupCfg(t, natsJS(t), admission.Config{DefaultBackpressure: ojs.Backpressure{MaxDepth: 2}})
+	enqueue(t, b, `{"type":"t","args":[1],"options":{"queue":"d1"}}`)
+	enqueue(t, b, `{"type":"t","args":[2],"options":{"queue":"d1"}}`)
+	_, err := tryEnqueue(t, b, `{"type":"t","args":[3],"options":{"queue":"d1"}}`)
+	wantFull(t, err, "max_depth")
+	cfg, _ := b.svc.QueueConfig(testCtx(t), "d1")
+	if cfg.Source != "default" {
+		t.Fatalf("source %q", cfg.Source)
+	}
+	// An explicit zero bound overrides the default: unbounded.
+	bound(t, b, "d1", ojs.Backpressure{})
+	enqueue(t, b, `{"type":"t","args":[4],"options":{"queue":"d1"}}`)
+}
+
+// A unit whose job was never stored (crash between unit and record) is
+// released by the reconciler.
+func TestBackpressureReconcileReleasesLeakedUnits(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := testCtx(t)
+	bound(t, b, "leak", ojs.Backpressure{MaxDepth: 2})
+	live := enqueue(t, b, `{"type":"t","args":[1],"options":{"queue":"leak"}}`)
+	// A unit as a crashed enqueue leaves it: no record behind it.
+	if _, err := b.js.PublishMsg(ctx, leakedUnit("leak", "019a0000-0000-7000-8000-00000000dead")); err != nil {
+		t.Fatal(err)
+	}
+	_, err := tryEnqueue(t, b, `{"type":"t","args":[2],"options":{"queue":"leak"}}`)
+	wantFull(t, err, "max_depth")
+	n, err := b.svc.ReconcileDepth(ctx, "leak", 0)
+	if err != nil || n != 1 {
+		t.Fatalf("reconcile released %d: %v", n, err)
+	}
+	enqueue(t, b, `{"type":"t","args":[3],"options":{"queue":"leak"}}`)
+	if got, _ := b.svc.Get(ctx, live.ID); got.State != ojs.StateAvailable {
+		t.Fatalf("live job touched: %+v", got)
+	}
+}
+
+// Invariant 3 for depth, issue 5: three jetgate instances and 32
+// concurrent producers against max_depth 100. Phase 1 (reject, no
+// workers): exactly 100 are accepted. Phase 2 (block, workers draining):
+// every producer gets its jobs in. The depth observed from JetStream (the
+// job records, watched in stream order) never exceeds 100, and every
+// accepted job is found completed.
+func TestBackpressureRaceThreeInstances(t *testing.T) {
+	t.Parallel()
+	srv := natsTestServer(t)
+	var svcs []bundle
+	for range 3 {
+		svcs = append(svcs, setupOn(t, nil, natsConnect(t, srv)))
+	}
+	ctx := testCtx(t)
+	bound(t, svcs[0], "race", ojs.Backpressure{MaxDepth: 100})
+	// A bound applies in every process once its queue watch delivers it.
+	for _, b := range svcs {
+		eventually(t, 5*time.Second, "bound seen", func() bool {
+			c, _ := b.svc.QueueConfig(ctx, "race")
+			return c.Source == "queue"
+		})
+	}
+	watch := watchDepth(t, svcs[0].js, "race")
+
+	const producers = 32
+	var mu sync.Mutex
+	var accepted []string
+	produce := func(p, n int, block bool) int {
+		ok := 0
+		b := svcs[p%3]
+		for i := range n {
+			c := ctx
+			if block {
+				c = ojs.WithBlockTimeout(ctx, 20*time.Second)
+			}
+			j, err := b.svc.Enqueue(c, mustParse(t, fmt.Sprintf(`{"type":"t","args":[%d,%d],"options":{"queue":"race"}}`, p, i)))
+			if err != nil {
+				if !errors.Is(err, ojs.ErrQueueFull) {
+					t.Errorf("producer %d: %v", p, err)
+				}
+				continue
+			}
+			ok++
+			mu.Lock()
+			accepted = append(accepted, j.ID)
+			mu.Unlock()
+		}
+		return ok
+	}
+	var wg sync.WaitGroup
+	for p := range producers {
+		wg.Add(1)
+		go func() { defer wg.Done(); produce(p, 5, false) }()
+	}
+	wg.Wait()
+	if len(accepted) != 100 {
+		t.Fatalf("phase 1: %d jobs accepted against max_depth 100 (160 offered)", len(accepted))
+	}
+
+	// Phase 2: switch to block, drain with one worker per instance.
+	bound(t, svcs[1], "race", ojs.Backpressure{MaxDepth: 100, Strategy: ojs.StrategyBlock})
+	for _, b := range svcs {
+		eventually(t, 5*time.Second, "config seen", func() bool {
+			c, _ := b.svc.QueueConfig(ctx, "race")
+			return c.Backpressure.Strategy == ojs.StrategyBlock
+		})
+	}
+	wctx, stopWorkers := context.WithCancel(ctx)
+	var workers sync.WaitGroup
+	for _, b := range svcs {
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			for wctx.Err() == nil {
+				jobs, err := b.svc.Fetch(wctx, ojs.FetchRequest{Queues: []string{"race"}, Count: 10, WorkerID: "w"})
+				if err != nil {
+					continue
+				}
+				for _, j := range jobs {
+					if _, err := b.svc.Ack(ctx, ojs.AckRequest{JobID: j.ID}); err != nil {
+						t.Errorf("ack: %v", err)
+					}
+				}
+				if len(jobs) == 0 {
+					time.Sleep(2 * time.Millisecond) // an idle worker's poll, as the SDKs do
+				}
+			}
+		}()
+	}
+	for p := range producers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if n := produce(p, 10, true); n != 10 {
+				t.Errorf("producer %d: %d of 10 accepted while blocking", p, n)
+			}
+		}()
+	}
+	wg.Wait()
+	eventually(t, 20*time.Second, "all jobs completed", func() bool {
+		for _, id := range accepted {
+			j, err := svcs[0].svc.Get(ctx, id)
+			if err != nil || j.State != ojs.StateCompleted {
+				return false
+			}
+		}
+		return true
+	})
+	stopWorkers()
+	workers.Wait()
+	if len(accepted) != 100+producers*10 {
+		t.Fatalf("accepted %d", len(accepted))
+	}
+	eventually(t, 10*time.Second, "watch caught up", func() bool { open, _ := watch.get(); return open == 0 })
+	if _, peak := watch.get(); peak != 100 {
+		t.Fatalf("peak depth observed from JetStream = %d, want exactly 100 (never more)", peak)
+	}
+}
+
+// depthWatch follows the job records of a queue in stream order, counting
+// the unfinished jobs after every write, and keeps the peak.
+type depthWatch struct {
+	mu         sync.Mutex
+	open, peak int
+}
+
+func (d *depthWatch) get() (open, peak int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.open, d.peak
+}
+
+func watchDepth(t *testing.T, js jetstream.JetStream, queue string) *depthWatch {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	kv, err := js.KeyValue(ctx, topology.JobsBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := kv.WatchAll(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &depthWatch{}
+	state := map[string]ojs.State{}
+	unfinished := func(s ojs.State) bool {
+		return !slices.Contains([]ojs.State{ojs.StateCompleted, ojs.StateCancelled, ojs.StateDiscarded}, s)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for e := range w.Updates() {
+			if e == nil {
+				continue
+			}
+			var j ojs.Job
+			if e.Operation() != jetstream.KeyValuePut || json.Unmarshal(e.Value(), &j) != nil || j.Queue != queue {
+				continue
+			}
+			was, seen := state[j.ID]
+			state[j.ID] = j.State
+			d.mu.Lock()
+			switch {
+			case (!seen || !unfinished(was)) && unfinished(j.State):
+				d.open++
+			case seen && unfinished(was) && !unfinished(j.State):
+				d.open--
+			}
+			d.peak = max(d.peak, d.open)
+			d.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() { _ = w.Stop(); cancel(); <-done })
+	return d
+}
+
+func natsTestServer(t *testing.T) *server.Server { return natstest.RunServer(t) }
+
+func natsConnect(t *testing.T, s *server.Server) jetstream.JetStream {
+	_, js := natstest.Connect(t, s)
+	return js
+}
+
+func natsJS(t *testing.T) jetstream.JetStream { return natsConnect(t, natstest.RunServer(t)) }
+
+// leakedUnit is the depth unit a crashed enqueue of job id would leave.
+func leakedUnit(queue, id string) *nats.Msg {
+	m := nats.NewMsg(topology.DepthSubject(queue, ""))
+	m.Header.Set("Ojs-Job-Id", id)
+	return m
+}
+
+// eventSink records events, with data, for tests.
+type eventSink struct {
+	mu     sync.Mutex
+	events map[string][]any
+}
+
+func newEventSink() *eventSink { return &eventSink{events: map[string][]any{}} }
+
+func (s *eventSink) Publish(eventType, subject string, data any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.events[eventType] = append(s.events[eventType], data)
+}
+
+func (s *eventSink) PublishJob(eventType string, job *ojs.Job, extra map[string]any) {
+	s.Publish(eventType, job.ID, extra)
+}
+
+func (s *eventSink) PublishQueue(eventType, queue, actor string) { s.Publish(eventType, queue, nil) }
+
+func (s *eventSink) Recent(context.Context, ojs.EventQuery) ([]ojs.Event, error) { return nil, nil }
+
+func (s *eventSink) waitFor(t *testing.T, eventType string) []any {
+	t.Helper()
+	var got []any
+	eventually(t, 5*time.Second, "event "+eventType, func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		got = s.events[eventType]
+		return len(got) > 0
+	})
+	return got
+}
