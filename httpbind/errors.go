@@ -128,6 +128,9 @@ func classifyTyped(err error) (apiError, bool) {
 	if e, ok := errors.AsType[RateLimitedError](err); ok {
 		return rateLimited(e), true
 	}
+	if e, ok := errors.AsType[*ojs.QueueFullError](err); ok {
+		return queueFull(e), true
+	}
 	if e, ok := errors.AsType[*ojs.ValidationError](err); ok {
 		d := map[string]any{"field": cmp.Or(e.Field, "body"), "rule": e.Rule, "expected": e.Rule}
 		if e.Received != "" {

@@ -29,11 +29,17 @@ func (s *server) enqueue(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	job, err = s.b.Enqueue(r.Context(), job)
+	ctx, pressure, err := enqueueContext(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
+	job, err = s.b.Enqueue(ctx, job)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writePressure(w, pressure)
 	w.Header().Set("Location", "/ojs/v1/jobs/"+url.PathEscape(job.ID))
 	s.writeJobs(w, r, http.StatusCreated, "job", job.Public(), nil)
 }
@@ -51,11 +57,17 @@ func (s *server) enqueueBatch(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	jobs, err = s.b.EnqueueBatch(r.Context(), jobs)
+	ctx, pressure, err := enqueueContext(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
+	jobs, err = s.b.EnqueueBatch(ctx, jobs)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writePressure(w, pressure)
 	out := publicJobs(jobs)
 	s.writeJSON(w, r, http.StatusCreated, struct {
 		Jobs  []*ojs.Job `json:"jobs"`

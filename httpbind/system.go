@@ -85,6 +85,7 @@ func defaultCapabilities(ext []string) map[string]bool {
 		"unique_jobs":       false, // unique is stored, not enforced yet
 		"priority_queues":   slices.Contains(ext, extPriority),
 		"rate_limiting":     slices.Contains(ext, extRateLimiting),
+		"backpressure":      slices.Contains(ext, ExtBackpressure),
 		"cron_jobs":         false,
 		"workflows":         false,
 		"schema_validation": false,

@@ -148,6 +148,7 @@ func TestParseServeDefaults(t *testing.T) {
 		Replicas: 1, ShutdownTimeout: 30 * time.Second, MaxBodyBytes: 1 << 20,
 		LogLevel: "info", LogFormat: "text", DefaultVisibilityTimeout: 30 * time.Second,
 		Retention: 24 * time.Hour, DeadRetention: 7 * 24 * time.Hour,
+		QueueOverflow: "reject", MaxBlockTimeout: 30 * time.Second,
 	}
 	if cfg != want {
 		t.Fatalf("defaults = %+v\nwant       %+v", cfg, want)

@@ -43,6 +43,10 @@ var serveGroups = []flagGroup{
 		{"default-visibility-timeout", "DURATION"}, {"retention", "DURATION"}, {"dead-retention", "DURATION"},
 		{"max-body-bytes", "SIZE"}, {"shutdown-timeout", "DURATION"},
 	}},
+	{"Backpressure (default bound of queues without their own)", [][2]string{
+		{"queue-max-depth", "N"}, {"queue-max-size-bytes", "SIZE"}, {"queue-overflow", "STRATEGY"},
+		{"max-block-timeout", "DURATION"},
+	}},
 	{"Logging", [][2]string{{"log-level", "LEVEL"}, {"log-format", "FORMAT"}}},
 }
 
@@ -74,6 +78,11 @@ func newServeFlags(cfg *app.Config) *flag.FlagSet {
 	cfg.MaxBodyBytes = 1 << 20
 	fs.Var((*byteSize)(&cfg.MaxBodyBytes), "max-body-bytes", "Largest HTTP request body accepted, in bytes or with a unit: 512KiB, 4MiB, 1MB.")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "On SIGINT or SIGTERM, how long to let in-flight requests finish before stopping.")
+
+	fs.Int64Var(&cfg.QueueMaxDepth, "queue-max-depth", 0, "Default max_depth of queues without their own bound: jobs counted against it at once (0: unbounded).")
+	fs.Var((*byteSize)(&cfg.QueueMaxSizeBytes), "queue-max-size-bytes", "Default max_size_bytes of queues without their own bound: total size of their jobs (0: unbounded).")
+	fs.StringVar(&cfg.QueueOverflow, "queue-overflow", "reject", "What a full queue does with a new job by default: reject (429), block (wait up to OJS-Block-Timeout) or drop_oldest.")
+	fs.DurationVar(&cfg.MaxBlockTimeout, "max-block-timeout", 30*time.Second, "Longest a producer may wait for room in a full queue with the block strategy, whatever its OJS-Block-Timeout.")
 
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "Least severe log level written to stderr: debug, info, warn or error.")
 	fs.StringVar(&cfg.LogFormat, "log-format", "text", "Log format: text (key=value) or json.")

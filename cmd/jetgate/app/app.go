@@ -31,7 +31,7 @@ var Version = "0.1.0-dev"
 
 // Extensions lists the OJS extension URIs jetgate implements in full. The
 // manifest declares exactly these.
-var Extensions = []string{"urn:ojs:ext:rate-limiting"}
+var Extensions = []string{"urn:ojs:ext:rate-limiting", httpbind.ExtBackpressure}
 
 // ConformanceLevel is the OJS conformance level jetgate declares.
 const ConformanceLevel = 1
@@ -115,6 +115,8 @@ func (s *Server) start(ctx context.Context) error {
 		DefaultVisibilityTimeout: s.cfg.DefaultVisibilityTimeout,
 		Retention:                s.cfg.Retention,
 		DeadRetention:            s.cfg.DeadRetention,
+		DefaultBackpressure:      s.cfg.backpressure(),
+		MaxBlockTimeout:          s.cfg.MaxBlockTimeout,
 		Logger:                   s.log.With("component", "admission"),
 		Events:                   s.events,
 		Metrics:                  s.metrics,

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"fmt"
 	"time"
+
+	"github.com/jetgate/jetgate/admission/ojs"
 )
 
 // Config is everything `jetgate serve` can be told, by flag or by
@@ -28,6 +30,13 @@ type Config struct {
 	// Retention keeps completed and cancelled job records (default 24 h);
 	// DeadRetention keeps discarded ones, the dead letter queue (7 days).
 	Retention, DeadRetention time.Duration
+	// QueueMaxDepth, QueueMaxSizeBytes and QueueOverflow are the
+	// server-wide default bound of queues without their own (0: unbounded;
+	// strategy reject, block or drop_oldest). MaxBlockTimeout caps how
+	// long a blocked producer waits (default 30 s).
+	QueueMaxDepth, QueueMaxSizeBytes int64
+	QueueOverflow                    string
+	MaxBlockTimeout                  time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -56,8 +65,19 @@ func (c Config) validate() error {
 	if c.Retention < time.Second || c.DeadRetention < time.Second {
 		return fmt.Errorf("retention and dead retention must be at least 1s")
 	}
+	if err := c.backpressure().Validate("queue-"); err != nil {
+		return fmt.Errorf("default queue bound: %w", err)
+	}
+	if c.MaxBlockTimeout < 0 {
+		return fmt.Errorf("max block timeout must not be negative")
+	}
 	if c.MaxBodyBytes < 1024 {
 		return fmt.Errorf("max body bytes %d is too small (minimum 1024)", c.MaxBodyBytes)
 	}
 	return nil
+}
+
+// backpressure is the server-wide default bound.
+func (c Config) backpressure() ojs.Backpressure {
+	return ojs.Backpressure{MaxDepth: c.QueueMaxDepth, MaxSizeBytes: c.QueueMaxSizeBytes, Strategy: c.QueueOverflow}
 }

@@ -1,0 +1,276 @@
+package httpbind
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jetgate/jetgate/admission/ojs"
+)
+
+// ExtBackpressure is the URI of the backpressure extension
+// (ojs-backpressure.md).
+const ExtBackpressure = "urn:ojs:ext:backpressure"
+
+// Headers of the backpressure extension (ojs-backpressure.md 5.2, 7.2,
+// 7.3 and ojs-backpressure.txt).
+const (
+	HeaderBlockTimeout      = "OJS-Block-Timeout"
+	HeaderQueueDepth        = "X-OJS-Queue-Depth"
+	HeaderQueueMaxDepth     = "X-OJS-Queue-Max-Depth"
+	HeaderQueueBound        = "X-OJS-Queue-Bound"
+	HeaderQueuePressure     = "X-OJS-Queue-Pressure"
+	HeaderQueueSizeBytes    = "X-OJS-Queue-Size-Bytes"
+	HeaderQueueMaxSizeBytes = "X-OJS-Queue-Max-Size-Bytes"
+)
+
+const (
+	queueConfigAdminPath    = "/ojs/v1/admin/queues/{name}/config"
+	queueConfigPath         = "/ojs/v1/queues/{name}/config"
+	backpressureFieldPrefix = "backpressure."
+	capacityFieldPrefix     = "capacity."
+	// maxBlockTimeoutSeconds bounds OJS-Block-Timeout; the backend caps
+	// the wait further with its own maximum.
+	maxBlockTimeoutSeconds = 24 * 60 * 60
+	maxBoundValue          = math.MaxInt64 / 2
+	// queueFullReason is details.reason of a 429 from a full queue: the
+	// core spec's QUEUE_FULL code (ojs-backpressure.md 7.1).
+	queueFullReason = "QUEUE_FULL"
+)
+
+// BackpressureBackend is what the queue config endpoints ask of a Backend.
+// They are served only when the Backend implements it.
+type BackpressureBackend interface {
+	QueueConfig(ctx context.Context, name string) (*ojs.QueueConfig, error)
+	// SetQueueBackpressure sets a queue's bound; nil returns it to the
+	// server-wide default.
+	SetQueueBackpressure(ctx context.Context, name string, bp *ojs.Backpressure) (*ojs.QueueConfig, error)
+}
+
+// backpressureRoutes are the queue config routes (ojs-backpressure.md 6.2;
+// ojs-queue-config.md 9.1 path as an alias).
+func (s *server) backpressureRoutes() []route {
+	if _, ok := s.b.(BackpressureBackend); !ok {
+		return nil
+	}
+	body := s.cfg.MaxBodyBytes
+	return []route{
+		{http.MethodGet, queueConfigAdminPath, s.getQueueConfig, body},
+		{http.MethodPut, queueConfigAdminPath, s.putQueueConfig, body},
+		{http.MethodGet, queueConfigPath, s.getQueueConfig, body},
+		{http.MethodPut, queueConfigPath, s.putQueueConfig, body},
+	}
+}
+
+// getQueueConfig is GET .../queues/{name}/config: the effective bound.
+func (s *server) getQueueConfig(w http.ResponseWriter, r *http.Request) {
+	name, err := pathQueue(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	cfg, err := s.b.(BackpressureBackend).QueueConfig(r.Context(), name)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeJSON(w, r, http.StatusOK, cfg)
+}
+
+// putQueueConfig is PUT .../queues/{name}/config. It accepts the
+// extension's {"backpressure":{max_depth, max_size_bytes, strategy,
+// warning_threshold, tenant_key, tenant_max_depth}}, the .txt's
+// {"capacity":{max_depth, max_size_bytes, on_overflow}} and the queue
+// config spec's top-level {max_size, max_size_bytes, overflow_policy}.
+// {"backpressure": null} returns the queue to the server-wide default.
+func (s *server) putQueueConfig(w http.ResponseWriter, r *http.Request) {
+	name, err := pathQueue(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	o, err := readObject(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	bp, err := decodeBackpressure(o)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	cfg, err := s.b.(BackpressureBackend).SetQueueBackpressure(r.Context(), name, bp)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeJSON(w, r, http.StatusOK, cfg)
+}
+
+// decodeBackpressure reads one of the three accepted shapes; giving two
+// is refused so that no value is silently ignored.
+func decodeBackpressure(o object) (*ojs.Backpressure, error) {
+	raw, hasBP := o["backpressure"]
+	_, hasCap := o.get("capacity")
+	_, hasFlat := o.get("max_size")
+	if _, ok := o.get("overflow_policy"); ok {
+		hasFlat = true
+	}
+	if _, ok := o.get("max_size_bytes"); ok {
+		hasFlat = true
+	}
+	shapes := 0
+	for _, b := range []bool{hasBP, hasCap, hasFlat} {
+		if b {
+			shapes++
+		}
+	}
+	switch {
+	case shapes == 0:
+		return nil, invalid("backpressure", "an object (or capacity, or max_size / max_size_bytes / overflow_policy)", "nothing")
+	case shapes > 1:
+		return nil, &ojs.ValidationError{Field: "backpressure", Rule: "one configuration shape",
+			Message: "give backpressure, capacity or the top-level max_size fields, not several"}
+	case hasBP && string(raw) == "null":
+		return nil, nil
+	case hasBP:
+		return decodeBound(raw, backpressureFieldPrefix, "max_depth", "strategy")
+	case hasCap:
+		raw, _ := o.get("capacity")
+		return decodeBound(raw, capacityFieldPrefix, "max_depth", "on_overflow")
+	}
+	b, _ := json.Marshal(o)
+	return decodeBound(b, "", "max_size", "overflow_policy")
+}
+
+// decodeBound reads a bound object whose depth and strategy fields are
+// named depthField and strategyField.
+func decodeBound(raw json.RawMessage, prefix, depthField, strategyField string) (*ojs.Backpressure, error) {
+	o, err := parseObject(raw)
+	if err != nil {
+		return nil, prefixed(err, prefix)
+	}
+	var bp ojs.Backpressure
+	if bp.MaxDepth, err = o.integer(depthField, 0, 0, maxBoundValue); err != nil {
+		return nil, prefixed(err, prefix)
+	}
+	if bp.MaxSizeBytes, err = o.integer("max_size_bytes", 0, 0, maxBoundValue); err != nil {
+		return nil, prefixed(err, prefix)
+	}
+	if bp.TenantMaxDepth, err = o.integer("tenant_max_depth", 0, 0, maxBoundValue); err != nil {
+		return nil, prefixed(err, prefix)
+	}
+	if bp.Strategy, err = o.str(strategyField, false); err != nil {
+		return nil, prefixed(err, prefix)
+	}
+	if bp.TenantKey, err = o.str("tenant_key", false); err != nil {
+		return nil, prefixed(err, prefix)
+	}
+	if v, ok := o.get("warning_threshold"); ok {
+		if err := json.Unmarshal(v, &bp.WarningThreshold); err != nil || bp.WarningThreshold <= 0 || bp.WarningThreshold > 1 {
+			return nil, invalid(prefix+"warning_threshold", "a number above 0.0 and at most 1.0", describe(v))
+		}
+	}
+	if err := bp.Validate(prefix); err != nil {
+		if ve, ok := errors.AsType[*ojs.ValidationError](err); ok && ve.Field == prefix+"strategy" {
+			ve.Field = prefix + strategyField
+		}
+		return nil, err
+	}
+	return &bp, nil
+}
+
+// prefixed names a nested field in a ValidationError.
+func prefixed(err error, prefix string) error {
+	if ve, ok := errors.AsType[*ojs.ValidationError](err); ok && prefix != "" {
+		c := *ve
+		if c.Field == "body" {
+			c.Field = strings.TrimSuffix(prefix, ".")
+		} else {
+			c.Field = prefix + c.Field
+		}
+		c.Message = ""
+		return &c
+	}
+	return err
+}
+
+// enqueueContext prepares an enqueue's context: the OJS-Block-Timeout
+// header (seconds, fractions allowed) and a pressure report for the
+// response headers.
+func enqueueContext(r *http.Request) (context.Context, *ojs.PressureReport, error) {
+	ctx, rep := ojs.WithPressureReport(r.Context())
+	v := strings.TrimSpace(r.Header.Get(HeaderBlockTimeout))
+	if v == "" {
+		return ctx, rep, nil
+	}
+	secs, err := strconv.ParseFloat(v, 64)
+	if err != nil || secs < 0 || secs > maxBlockTimeoutSeconds || math.IsNaN(secs) {
+		return nil, nil, &bindingError{status: http.StatusBadRequest, code: ojs.CodeInvalidRequest,
+			msg:     "header " + HeaderBlockTimeout + " must be a number of seconds between 0 and 86400",
+			details: map[string]any{"header": HeaderBlockTimeout, "received": short(v)}, sentinel: ojs.ErrInvalid}
+	}
+	return ojs.WithBlockTimeout(ctx, time.Duration(secs*float64(time.Second))), rep, nil
+}
+
+// writePressure sets the X-OJS-Queue-* headers of the most pressed
+// bounded queue an enqueue touched (7.3: on every successful enqueue into
+// a bounded queue).
+func writePressure(w http.ResponseWriter, rep *ojs.PressureReport) {
+	if rep == nil {
+		return
+	}
+	if p, ok := rep.Highest(); ok {
+		setPressureHeaders(w.Header(), p)
+	}
+}
+
+func setPressureHeaders(h http.Header, p ojs.Pressure) {
+	h.Set(HeaderQueueDepth, strconv.FormatInt(p.Depth, 10))
+	if p.MaxDepth > 0 {
+		h.Set(HeaderQueueMaxDepth, strconv.FormatInt(p.MaxDepth, 10))
+		h.Set(HeaderQueueBound, strconv.FormatInt(p.MaxDepth, 10))
+	}
+	if p.MaxSizeBytes > 0 {
+		h.Set(HeaderQueueSizeBytes, strconv.FormatInt(p.SizeBytes, 10))
+		h.Set(HeaderQueueMaxSizeBytes, strconv.FormatInt(p.MaxSizeBytes, 10))
+		if p.MaxDepth == 0 {
+			h.Set(HeaderQueueBound, strconv.FormatInt(p.MaxSizeBytes, 10))
+		}
+	}
+	h.Set(HeaderQueuePressure, strconv.FormatFloat(p.Ratio, 'f', -1, 64))
+}
+
+// queueFull maps a refused enqueue to 429 (ojs-backpressure.md 7.1,
+// BP-002, BP-005): code rate_limited (the binding's code for 429),
+// retryable, Retry-After and the pressure headers.
+func queueFull(e *ojs.QueueFullError) apiError {
+	h := http.Header{}
+	setPressureHeaders(h, e.Pressure)
+	after := max(e.RetryAfter, 0)
+	h.Set("Retry-After", formatRetryAfter(after))
+	d := map[string]any{
+		"reason": queueFullReason, "queue": e.Queue, "depth": e.Depth, "bound": e.MaxDepth,
+		"max_depth": e.MaxDepth, "pressure": e.Ratio, "strategy": e.Strategy, "bound_type": e.Bound,
+		"retry_after_seconds": retryAfterSeconds(after),
+	}
+	if e.MaxSizeBytes > 0 {
+		d["size_bytes"], d["max_size_bytes"] = e.SizeBytes, e.MaxSizeBytes
+		if e.Bound == "max_size_bytes" {
+			d["bound"] = e.MaxSizeBytes
+		}
+	}
+	if e.Bound == "tenant_max_depth" {
+		d["tenant"] = e.Tenant
+	}
+	if e.Waited > 0 {
+		d["waited_ms"] = e.Waited.Milliseconds()
+	}
+	return apiError{status: http.StatusTooManyRequests, code: ojs.CodeRateLimited, message: e.Error(),
+		retryable: true, details: d, header: h}
+}
