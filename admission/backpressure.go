@@ -209,16 +209,27 @@ func (s *Service) backpressureOf(queue string) (ojs.Backpressure, string) {
 	return ojs.Backpressure{}, "none"
 }
 
-// reserveDepth takes a unit for every job of a bounded queue, before the
-// jobs are stored, following each queue's strategy. All or none: on error
-// no unit is held. undo gives the units back when the jobs turn out not
-// to be stored.
-func (s *Service) reserveDepth(ctx context.Context, jobs []*ojs.Job) (undo func(), err error) {
-	var groups []string
+// reserveDepth takes a unit for every job of a bounded queue before the
+// jobs are stored, following each queue's strategy, and runs publish (the
+// messages the jobs' first states rely on). All or none: on error no unit
+// is held. undo gives the units back when the jobs turn out not to be
+// stored.
+//
+// While every queue involved is below fastPressure, the units and publish
+// go out together, saving a round trip. If a unit is refused then,
+// publish's messages are left behind with a token no record will carry
+// (dropped as stale or as orphans), and the jobs take new tokens and go
+// through their queue's strategy like any other.
+func (s *Service) reserveDepth(ctx context.Context, jobs []*ojs.Job, publish func() error) (undo func(), err error) {
+	var names []string
 	byQueue := map[string][]*ojs.Job{}
+	cfgs := map[string]ojs.Backpressure{}
 	for _, j := range jobs {
 		if _, ok := byQueue[j.Queue]; !ok {
-			groups = append(groups, j.Queue)
+			if cfg, _ := s.backpressureOf(j.Queue); cfg.Bounded() {
+				names = append(names, j.Queue)
+				cfgs[j.Queue] = cfg
+			}
 		}
 		byQueue[j.Queue] = append(byQueue[j.Queue], j)
 	}
@@ -228,19 +239,94 @@ func (s *Service) reserveDepth(ctx context.Context, jobs []*ojs.Job) (undo func(
 			s.releaseAsync(j.Queue, j.Internal.DepthSeq)
 			j.Internal.DepthSeq = 0
 		}
+		held = nil
 	}
-	for _, name := range groups {
-		cfg, _ := s.backpressureOf(name)
-		if !cfg.Bounded() {
-			continue
+	if len(names) > 0 && publish != nil && s.calm(names, cfgs) {
+		ok, err := s.reserveWithPublish(ctx, names, cfgs, byQueue, publish, &held)
+		if err != nil || ok {
+			undoDepth(undo, err)
+			return undo, err
 		}
-		if err := s.acquire(ctx, s.bp.queue(name), cfg, byQueue[name]); err != nil {
+		undo()
+		for _, j := range jobs {
+			j.Internal.Token = jobstore.NewToken()
+		}
+	}
+	for _, name := range names {
+		if err := s.acquire(ctx, s.bp.queue(name), cfgs[name], byQueue[name]); err != nil {
 			undo()
 			return nil, err
 		}
 		held = append(held, byQueue[name]...)
 	}
+	if publish != nil {
+		if err := publish(); err != nil {
+			undoDepth(undo, err)
+			return nil, err
+		}
+	}
 	return undo, nil
+}
+
+// fastPressure is the pressure under which units are published together
+// with the jobs' messages.
+const fastPressure = 0.9
+
+// calm reports whether every queue was last seen below fastPressure, with
+// its stream at hand and no producer waiting.
+func (s *Service) calm(names []string, cfgs map[string]ojs.Backpressure) bool {
+	for _, name := range names {
+		q := s.bp.queue(name)
+		q.mu.Lock()
+		p := pressureRatio(ojs.Pressure{Depth: q.depth, MaxDepth: cfgs[name].MaxDepth,
+			SizeBytes: q.bytes, MaxSizeBytes: cfgs[name].MaxSizeBytes})
+		ok := q.ensured && q.applied == cfgs[name] && len(q.waiters) == 0 && !q.seenAt.IsZero() && p < fastPressure
+		q.mu.Unlock()
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// reserveWithPublish publishes the units and runs publish at the same
+// time. ok is false when a unit was refused (the caller falls back).
+func (s *Service) reserveWithPublish(ctx context.Context, names []string, cfgs map[string]ojs.Backpressure,
+	byQueue map[string][]*ojs.Job, publish func() error, held *[]*ojs.Job) (ok bool, err error) {
+	waits := make([]func() error, 0, len(names))
+	for _, name := range names {
+		wait, err := s.startUnits(ctx, s.bp.queue(name), cfgs[name], byQueue[name])
+		if err != nil {
+			for _, w := range waits {
+				_ = w()
+			}
+			return false, err
+		}
+		waits = append(waits, wait)
+	}
+	perr := publish()
+	refused := false
+	for i, w := range waits {
+		err := w()
+		switch _, full := errors.AsType[*fullError](err); {
+		case err == nil:
+			*held = append(*held, byQueue[names[i]]...)
+		case full:
+			refused = true
+		case perr == nil:
+			perr = err
+		}
+	}
+	if perr != nil {
+		return false, perr
+	}
+	if refused {
+		return false, nil
+	}
+	for _, name := range names {
+		s.acquired(ctx, s.bp.queue(name), cfgs[name], len(byQueue[name]))
+	}
+	return true, nil
 }
 
 // releaseDepth gives back the unit of a job that just finished. Call it

@@ -63,37 +63,39 @@ func (s *Service) acquire(ctx context.Context, q *bpQueue, cfg ojs.Backpressure,
 		}
 	}
 	if err == nil {
-		q.mu.Lock()
-		q.depth += int64(len(jobs))
-		q.mu.Unlock()
-		ojs.ReportPressure(ctx, s.observe(ctx, q, cfg, false))
+		s.acquired(ctx, q, cfg, len(jobs))
 	}
 	return err
 }
 
-// tryAcquire publishes one unit per job, pipelined, and records each
-// unit's sequence on its job. If any is refused, the others are released
-// and a *fullError returned.
+// acquired accounts n units just taken and reports the queue's pressure.
+func (s *Service) acquired(ctx context.Context, q *bpQueue, cfg ojs.Backpressure, n int) {
+	q.mu.Lock()
+	q.depth += int64(n)
+	q.mu.Unlock()
+	ojs.ReportPressure(ctx, s.observe(ctx, q, cfg, false))
+}
+
+// tryAcquire publishes one unit per job and records each unit's sequence
+// on its job. If any is refused, the others are released and a
+// *fullError returned.
 func (s *Service) tryAcquire(ctx context.Context, q *bpQueue, cfg ojs.Backpressure, jobs []*ojs.Job) error {
+	wait, err := s.startUnits(ctx, q, cfg, jobs)
+	if err != nil {
+		return err
+	}
+	return wait()
+}
+
+// startUnits publishes the units of jobs, pipelined; wait collects the
+// acks, as tryAcquire describes.
+func (s *Service) startUnits(ctx context.Context, q *bpQueue, cfg ojs.Backpressure, jobs []*ojs.Job) (wait func() error, err error) {
 	msgs := make([]*nats.Msg, len(jobs))
 	tenants := make([]string, len(jobs))
 	for i, j := range jobs {
-		m, tenant, err := s.unit(q.name, cfg, j)
-		if err != nil {
-			return err
+		if msgs[i], tenants[i], err = s.unit(q.name, cfg, j); err != nil {
+			return nil, err
 		}
-		msgs[i], tenants[i] = m, tenant
-	}
-	if len(jobs) == 1 {
-		ack, err := s.js.PublishMsg(ctx, msgs[0])
-		if err != nil {
-			if full, ok := asFull(err, tenants[0]); ok {
-				return full
-			}
-			return fmt.Errorf("reserve depth of %s: %w", q.name, jobstore.Unavailable(err))
-		}
-		jobs[0].Internal.DepthSeq = ack.Sequence
-		return nil
 	}
 	futures := make([]jetstream.PubAckFuture, len(msgs))
 	var firstErr error
@@ -105,36 +107,38 @@ func (s *Service) tryAcquire(ctx context.Context, q *bpQueue, cfg ojs.Backpressu
 		}
 		futures[i] = f
 	}
-	for i, f := range futures {
-		if f == nil {
-			continue
-		}
-		select {
-		case ack := <-f.Ok():
-			jobs[i].Internal.DepthSeq = ack.Sequence
-		case err := <-f.Err():
-			if full, ok := asFull(err, tenants[i]); ok {
-				if _, already := errors.AsType[*fullError](firstErr); !already {
-					firstErr = full
+	return func() error {
+		for i, f := range futures {
+			if f == nil {
+				continue
+			}
+			select {
+			case ack := <-f.Ok():
+				jobs[i].Internal.DepthSeq = ack.Sequence
+			case err := <-f.Err():
+				if full, ok := asFull(err, tenants[i]); ok {
+					if _, already := errors.AsType[*fullError](firstErr); !already {
+						firstErr = full
+					}
+				} else if firstErr == nil {
+					firstErr = fmt.Errorf("reserve depth of %s: %w", q.name, jobstore.Unavailable(err))
 				}
-			} else if firstErr == nil {
-				firstErr = fmt.Errorf("reserve depth of %s: %w", q.name, jobstore.Unavailable(err))
-			}
-		case <-ctx.Done():
-			if firstErr == nil {
-				firstErr = fmt.Errorf("reserve depth of %s: %w", q.name, jobstore.Unavailable(ctx.Err()))
+			case <-ctx.Done():
+				if firstErr == nil {
+					firstErr = fmt.Errorf("reserve depth of %s: %w", q.name, jobstore.Unavailable(ctx.Err()))
+				}
 			}
 		}
-	}
-	if firstErr != nil {
-		for _, j := range jobs {
-			if j.Internal.DepthSeq != 0 {
-				s.releaseUnit(ctx, depthUnit{q.name, j.Internal.DepthSeq})
-				j.Internal.DepthSeq = 0
+		if firstErr != nil {
+			for _, j := range jobs {
+				if j.Internal.DepthSeq != 0 {
+					s.releaseUnit(ctx, depthUnit{q.name, j.Internal.DepthSeq})
+					j.Internal.DepthSeq = 0
+				}
 			}
 		}
-	}
-	return firstErr
+		return firstErr
+	}, nil
 }
 
 // acquireBlocking waits, in arrival order among this process's producers,

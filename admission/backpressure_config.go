@@ -130,7 +130,7 @@ func (s *Service) reserveRetry(ctx context.Context, id string) (uint64, func(), 
 	}
 	probe := j.Clone()
 	probe.Internal.DepthSeq = 0
-	undo, err := s.reserveDepth(ctx, []*ojs.Job{probe})
+	undo, err := s.reserveDepth(ctx, []*ojs.Job{probe}, nil)
 	if err != nil {
 		return 0, nil, err
 	}

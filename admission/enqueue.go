@@ -16,16 +16,13 @@ func (s *Service) Enqueue(ctx context.Context, job *ojs.Job) (_ *ojs.Job, err er
 		return nil, err
 	}
 	j := s.initial(job)
-	undo, err := s.reserveDepth(ctx, []*ojs.Job{j})
+	done := s.beginCreate(j.ID)
+	defer done()
+	undo, err := s.reserveDepth(ctx, []*ojs.Job{j}, func() error { return s.publishInitial(ctx, j) })
 	if err != nil {
 		return nil, err
 	}
 	defer func() { undoDepth(undo, err) }()
-	done := s.beginCreate(j.ID)
-	defer done()
-	if err := s.publishInitial(ctx, j); err != nil {
-		return nil, err
-	}
 	rev, err := s.store.Create(ctx, j)
 	if err != nil {
 		return nil, err
@@ -129,18 +126,15 @@ func (s *Service) EnqueueBatch(ctx context.Context, jobs []*ojs.Job) (_ []*ojs.J
 		seen[j.ID] = i
 		out[i] = j
 	}
-	undo, err := s.reserveDepth(ctx, out)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { undoDepth(undo, err) }()
 	for _, j := range out {
 		done := s.beginCreate(j.ID)
 		defer done()
 	}
-	if err := s.publishInitialBatch(ctx, out); err != nil {
+	undo, err := s.reserveDepth(ctx, out, func() error { return s.publishInitialBatch(ctx, out) })
+	if err != nil {
 		return nil, err
 	}
+	defer func() { undoDepth(undo, err) }()
 	if err := s.store.CreateBatch(ctx, out); err != nil {
 		return nil, err
 	}
