@@ -112,8 +112,14 @@ func (s *Service) maybeReconcile(q *bpQueue) {
 		q.reconcile = time.Now()
 	}
 	q.mu.Unlock()
+	if !due {
+		return
+	}
+	// Under s.mu, so the goroutine is added to s.wg before Stop waits.
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	runCtx := s.bp.runCtx
-	if !due || runCtx == nil || runCtx.Err() != nil {
+	if !s.running || runCtx == nil {
 		return
 	}
 	s.wg.Add(1)
