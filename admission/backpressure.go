@@ -74,12 +74,6 @@ const (
 	reconcileGrace = time.Minute
 )
 
-// dataSink is implemented by jetstream/events.Publisher: an event with an
-// arbitrary data object.
-type dataSink interface {
-	Publish(eventType, subject string, data any)
-}
-
 // PressureRecorder receives the backpressure metrics; admission/metrics
 // implements it. A Recorder that does not is simply not told.
 type PressureRecorder interface {

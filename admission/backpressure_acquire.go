@@ -364,9 +364,5 @@ func (s *Service) pressureEvents(p ojs.Pressure, prev, level int) {
 
 // queueEvent emits a queue event with a data object.
 func (s *Service) queueEvent(eventType, queue string, data map[string]any) {
-	if ds, ok := s.events.(dataSink); ok {
-		ds.Publish(eventType, queue, data)
-		return
-	}
-	s.events.PublishQueue(eventType, queue, "")
+	s.events.Publish(eventType, queue, data)
 }

@@ -602,3 +602,25 @@ func (s *eventSink) waitFor(t *testing.T, eventType string) []any {
 	})
 	return got
 }
+
+// Every way a job finishes releases its unit, including a drop by a rate
+// limit's on_limit (a transition of another feature): the depth returns
+// to what is still queued.
+func TestBackpressureReleasedByRateLimitDrop(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	bound(t, b, "rlq", ojs.Backpressure{MaxDepth: 5})
+	pol := `{"key":"bp-once","rate":{"limit":1,"period":"PT1H"},"on_limit":"drop"}`
+	for i := range 3 {
+		enqueue(t, b, limitedJob("rlq", pol, i))
+	}
+	if n, _ := units(t, b.js, "rlq"); n != 3 {
+		t.Fatalf("units = %d, want 3", n)
+	}
+	if j := fetch1(t, b, "rlq"); j == nil {
+		t.Fatal("first start refused")
+	}
+	// The next fetch meets the other two and drops them (on_limit drop).
+	fetch1(t, b, "rlq")
+	eventually(t, 5*time.Second, "units of dropped jobs released", func() bool { n, _ := units(t, b.js, "rlq"); return n == 1 })
+}

@@ -329,6 +329,7 @@ func (s *Service) dropLimited(ctx context.Context, j *ojs.Job, r *limitRefusal) 
 		return err
 	}
 	s.stats.move(nj.Queue, old.State, nj.State)
+	s.releaseDepth(nj)
 	s.events.Publish(EventRateLimitDropped, nj.ID, map[string]any{
 		"key": r.entry.Key, "scope": r.entry.Scope, "strategy": r.denial.Strategy, "job_id": nj.ID, "job_type": nj.Type, "queue": nj.Queue,
 	})
