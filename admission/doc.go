@@ -16,4 +16,11 @@
 // Priority ordering is exact within a queue: each priority level of a queue
 // has its own subject and durable consumer, and a fetch asks the ready
 // stream which levels hold messages before fetching from the lowest one.
+//
+// Queue bounds (the backpressure extension) are exact: a job takes a unit
+// in its queue's depth stream, whose discard-new limits are the bound,
+// before its record is written, and gives it back when it finishes. Every
+// transition that finishes a job calls releaseDepth. Why JetStream limits
+// rather than a KV compare-and-swap counter, and what it costs, is written
+// at the top of backpressure.go.
 package admission

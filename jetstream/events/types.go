@@ -32,6 +32,16 @@ const (
 	TypeRateLimitDropped  = "rate_limit.dropped"
 	TypeRateLimitAdjusted = "rate_limit.dynamic_adjusted"
 
+	// Backpressure events (ojs-backpressure.txt, and the core spec's names
+	// of ojs-backpressure.md 10.1).
+	TypeQueuePressureWarning  = "queue.pressure_warning"
+	TypeQueuePressureCritical = "queue.pressure_critical"
+	TypeQueueOverflow         = "queue.overflow"
+	TypeBackpressureWarning   = "backpressure.warning"
+	TypeBackpressureRejected  = "backpressure.rejected"
+	TypeBackpressureDropped   = "backpressure.dropped"
+	TypeBackpressureCleared   = "backpressure.cleared"
+
 	// Worker events (section 3.4).
 	TypeWorkerStarted   = "worker.started"
 	TypeWorkerStopped   = "worker.stopped"
@@ -50,13 +60,15 @@ const (
 )
 
 // Catalog lists every event type of ojs-events.md section 3, and the
-// rate limiting extension's.
+// rate limiting and backpressure extensions'.
 var Catalog = []string{
 	TypeJobEnqueued, TypeJobStarted, TypeJobCompleted, TypeJobFailed, TypeJobDiscarded,
 	TypeJobRetrying, TypeJobCancelled, TypeJobHeartbeat, TypeJobScheduled, TypeJobExpired,
 	TypeJobProgress,
 	TypeQueuePaused, TypeQueueResumed,
 	TypeRateLimitExceeded, TypeRateLimitReleased, TypeRateLimitDropped, TypeRateLimitAdjusted,
+	TypeQueuePressureWarning, TypeQueuePressureCritical, TypeQueueOverflow,
+	TypeBackpressureWarning, TypeBackpressureRejected, TypeBackpressureDropped, TypeBackpressureCleared,
 	TypeWorkerStarted, TypeWorkerStopped, TypeWorkerQuiet, TypeWorkerHeartbeat,
 	TypeWorkflowStarted, TypeWorkflowStepCompleted, TypeWorkflowCompleted, TypeWorkflowFailed,
 	TypeCronTriggered, TypeCronSkipped,
