@@ -115,6 +115,7 @@ type depthUnit struct {
 type bpQueue struct {
 	name string
 
+	ensureMu  sync.Mutex // serialises ensureDepth's stream requests
 	mu        sync.Mutex
 	stream    jetstream.Stream
 	applied   ojs.Backpressure
@@ -429,15 +430,27 @@ func (s *Service) ensureDepth(ctx context.Context, q *bpQueue, cfg ojs.Backpress
 	if done {
 		return nil
 	}
+	// One stream request per queue at a time in this process.
+	q.ensureMu.Lock()
+	defer q.ensureMu.Unlock()
+	q.mu.Lock()
+	done = q.ensured && q.applied == cfg
+	q.mu.Unlock()
+	if done {
+		return nil
+	}
 	sc := s.depthStreamConfig(q.name, cfg)
 	var st jetstream.Stream
 	var err error
-	if source == "default" {
-		st, err = s.applyDepthConfig(ctx, sc)
-	} else {
-		st, err = s.js.CreateStream(ctx, sc)
-		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
-			st, err = s.js.Stream(ctx, sc.Name)
+	// Processes creating the same replicated stream at once can leave a
+	// request unanswered; each attempt is short, and a later one finds
+	// the stream the winner created.
+	for attempt := 0; attempt < 5 && ctx.Err() == nil; attempt++ {
+		actx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		st, err = s.createOrBindDepth(actx, sc, source)
+		cancel()
+		if err == nil || errors.Is(err, ojs.ErrConflict) {
+			break
 		}
 	}
 	if err != nil {
@@ -447,6 +460,20 @@ func (s *Service) ensureDepth(ctx context.Context, q *bpQueue, cfg ojs.Backpress
 	q.stream, q.applied, q.ensured = st, cfg, true
 	q.mu.Unlock()
 	return nil
+}
+
+// createOrBindDepth creates a depth stream, or binds the existing one. A
+// queue's own config was applied by SetQueueBackpressure, so an existing
+// stream is taken as it is; the server-wide default is brought up to date.
+func (s *Service) createOrBindDepth(ctx context.Context, sc jetstream.StreamConfig, source string) (jetstream.Stream, error) {
+	if source == "default" {
+		return s.applyDepthConfig(ctx, sc)
+	}
+	st, err := s.js.CreateStream(ctx, sc)
+	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+		return s.js.Stream(ctx, sc.Name)
+	}
+	return st, err
 }
 
 // depthStreamConfig is the depth stream of a queue bounded by cfg; an
@@ -492,12 +519,21 @@ func (s *Service) applyDepthConfig(ctx context.Context, sc jetstream.StreamConfi
 		return nil, err
 	}
 	old := st.CachedInfo()
+	if sameLimits(old.Config, sc) {
+		return st, nil
+	}
 	lowered := sc.MaxMsgsPerSubject > 0 && (old.Config.MaxMsgsPerSubject <= 0 || sc.MaxMsgsPerSubject < old.Config.MaxMsgsPerSubject)
 	if lowered && old.State.Msgs > 0 {
 		return nil, fmt.Errorf("%w: tenant_max_depth of queue %s can only be lowered or introduced while it holds no jobs (it holds %d)",
 			ojs.ErrConflict, strings.TrimPrefix(sc.Name, "OJS_DEPTH_"), old.State.Msgs)
 	}
 	return s.js.UpdateStream(ctx, sc)
+}
+
+// sameLimits reports whether a depth stream already has sc's limits.
+func sameLimits(old, sc jetstream.StreamConfig) bool {
+	return old.MaxMsgs == sc.MaxMsgs && old.MaxBytes == sc.MaxBytes && old.MaxMsgsPerSubject == sc.MaxMsgsPerSubject &&
+		old.DiscardNewPerSubject == sc.DiscardNewPerSubject && old.Discard == sc.Discard
 }
 
 // unit builds the unit message of job j in a queue bounded by cfg.

@@ -624,3 +624,52 @@ func TestBackpressureReleasedByRateLimitDrop(t *testing.T) {
 	fetch1(t, b, "rlq")
 	eventually(t, 5*time.Second, "units of dropped jobs released", func() bool { n, _ := units(t, b.js, "rlq"); return n == 1 })
 }
+
+// The bound is exact on a 3-node cluster with R3 streams too: the depth
+// stream's limits are applied by the stream leader in log order.
+func TestBackpressureExactOnClusterR3(t *testing.T) {
+	t.Parallel()
+	cl := natstest.RunCluster(t, 3)
+	ctx := testCtx(t)
+	var svcs []*admission.Service
+	for range 3 {
+		_, js := cl.Connect(t)
+		assets, err := topology.Ensure(ctx, js, topology.Config{Replicas: 3})
+		if err != nil {
+			t.Fatalf("ensure: %v", err)
+		}
+		svc, err := admission.New(js.Conn(), js, assets, admission.Config{DefaultBackpressure: ojs.Backpressure{MaxDepth: 20}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := svc.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(svc.Stop)
+		svcs = append(svcs, svc)
+	}
+	var mu sync.Mutex
+	accepted := 0
+	var wg sync.WaitGroup
+	for p := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 4 {
+				_, err := svcs[p%3].Enqueue(ctx, mustParse(t, fmt.Sprintf(`{"type":"t","args":[%d,%d],"options":{"queue":"r3"}}`, p, i)))
+				switch {
+				case err == nil:
+					mu.Lock()
+					accepted++
+					mu.Unlock()
+				case !errors.Is(err, ojs.ErrQueueFull):
+					t.Errorf("enqueue: %v", err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if accepted != 20 {
+		t.Fatalf("%d of 64 accepted against a default max_depth of 20 on R3", accepted)
+	}
+}
