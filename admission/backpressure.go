@@ -156,6 +156,10 @@ func (b *backpressure) lookup(name string) (*bpQueue, bool) {
 // subscription; both end with runCtx.
 func (s *Service) startBackpressure(runCtx context.Context) error {
 	s.bp.runCtx = runCtx
+	if !s.cfg.DefaultBackpressure.Bounded() {
+		// ojs-backpressure.md 6.3: unbounded queues are an operational risk.
+		s.log.Warn("no default queue bound: queues without a bound of their own are unbounded")
+	}
 	sub, err := s.nc.Subscribe(topology.FreedSubjects, func(m *nats.Msg) {
 		name, err := topology.Untoken(m.Subject[strings.LastIndexByte(m.Subject, '.')+1:])
 		if err != nil {
