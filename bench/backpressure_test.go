@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"sync"
 	"testing"
@@ -24,17 +25,22 @@ import (
 //     the run hit both sides alike (target >= 0.8);
 //
 //   - reject_p50_us / reject_p99_us: latency of an enqueue refused by a
-//     full queue (reject strategy), one producer at a time.
+//     full queue (reject strategy), one producer at a time, Go API;
+//     http_reject_*: the same over HTTP (429 with its headers), measured
+//     at the client.
 //
 //     go test -run '^$' -bench Backpressure -benchtime 1x -count 3 ./bench
 func BenchmarkBackpressure(b *testing.B) {
-	e := startJetgate(b).Service()
+	srv := startJetgate(b)
+	e := srv.Service()
+	hc := &http.Client{Timeout: 30 * time.Second}
+	defer hc.CloseIdleConnections()
 	producers := max(*flagProducers, 1)
 	const jobs, pairs = 4000, 8
 	ctx, cancel := context.WithTimeout(context.Background(), *flagTimeout)
 	defer cancel()
 	var total [2]time.Duration // unbounded, bounded
-	var rejects []time.Duration
+	var rejects, httpRejects []time.Duration
 	b.ResetTimer()
 	for range b.N {
 		for pair := range pairs {
@@ -63,11 +69,20 @@ func BenchmarkBackpressure(b *testing.B) {
 			b.Fatal(err)
 		}
 		rejects = append(rejects, r...)
+		r, err = httpRejectLatencies(ctx, e, hc, srv.URL(), 2000)
+		if err != nil {
+			b.Fatal(err)
+		}
+		httpRejects = append(httpRejects, r...)
 	}
 	b.StopTimer()
 	slices.Sort(rejects)
+	slices.Sort(httpRejects)
 	pct := func(p float64) float64 {
 		return float64(rejects[int(p*float64(len(rejects)-1))].Microseconds())
+	}
+	httpPct := func(p float64) float64 {
+		return float64(httpRejects[int(p*float64(len(httpRejects)-1))].Microseconds())
 	}
 	runs := float64(b.N * pairs * jobs)
 	b.ReportMetric(runs/total[0].Seconds(), "unbounded_enqueues/s")
@@ -75,6 +90,8 @@ func BenchmarkBackpressure(b *testing.B) {
 	b.ReportMetric(total[0].Seconds()/total[1].Seconds(), "bounded_ratio")
 	b.ReportMetric(pct(0.5), "reject_p50_us")
 	b.ReportMetric(pct(0.99), "reject_p99_us")
+	b.ReportMetric(httpPct(0.5), "http_reject_p50_us")
+	b.ReportMetric(httpPct(0.99), "http_reject_p99_us")
 }
 
 // enqueueAll enqueues n jobs into queue from producers goroutines and
@@ -127,6 +144,27 @@ func rejectLatencies(ctx context.Context, svc *admission.Service, n int) ([]time
 		if !errors.Is(err, ojs.ErrQueueFull) {
 			return nil, fmt.Errorf("enqueue into a full queue: %v", err)
 		}
+	}
+	return out, nil
+}
+
+// httpRejectLatencies fills a queue bounded at 100 and times n enqueues
+// over HTTP answered 429.
+func httpRejectLatencies(ctx context.Context, svc *admission.Service, hc *http.Client, base string, n int) ([]time.Duration, error) {
+	q := fmt.Sprintf("bp-full-http-%d", nextRun())
+	if _, err := svc.SetQueueBackpressure(ctx, q, &ojs.Backpressure{MaxDepth: 100}); err != nil {
+		return nil, err
+	}
+	if _, err := enqueueAll(ctx, svc, q, 100, 4); err != nil {
+		return nil, err
+	}
+	out := make([]time.Duration, 0, n)
+	for i := range n {
+		start := time.Now()
+		if err := post(ctx, hc, base+"/ojs/v1/jobs", jobBody(q, i), http.StatusTooManyRequests, nil); err != nil {
+			return nil, err
+		}
+		out = append(out, time.Since(start))
 	}
 	return out, nil
 }
