@@ -191,24 +191,31 @@ func (s *Service) stopBackpressure() {
 }
 
 // releaseLoop deletes released units until runCtx ends, then the ones
-// still queued.
+// still queued, for at most releaseDrain: a unit left behind is found by
+// the reconciler.
 func (s *Service) releaseLoop(runCtx context.Context) {
 	for {
 		select {
 		case u := <-s.bp.release:
 			s.releaseUnit(context.Background(), u)
 		case <-runCtx.Done():
-			for {
+			ctx, cancel := context.WithTimeout(context.Background(), releaseDrain)
+			defer cancel()
+			for ctx.Err() == nil {
 				select {
 				case u := <-s.bp.release:
-					s.releaseUnit(context.Background(), u)
+					s.releaseUnit(ctx, u)
 				default:
 					return
 				}
 			}
+			return
 		}
 	}
 }
+
+// releaseDrain bounds how long Stop spends on queued releases.
+const releaseDrain = 2 * time.Second
 
 // backpressureOf returns a queue's effective bound and where it comes from.
 func (s *Service) backpressureOf(queue string) (ojs.Backpressure, string) {

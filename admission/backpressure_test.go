@@ -353,22 +353,36 @@ func TestBackpressureServerDefault(t *testing.T) {
 	enqueue(t, b, `{"type":"t","args":[4],"options":{"queue":"d1"}}`)
 }
 
-// A unit whose job was never stored (crash between unit and record) is
-// released by the reconciler.
+// Units that no longer belong to a job are released by the reconciler: a
+// unit whose job was never stored (crash between unit and record), one
+// whose job finished (crash between the last transition and the release),
+// and a second unit of a live job.
 func TestBackpressureReconcileReleasesLeakedUnits(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := testCtx(t)
-	bound(t, b, "leak", ojs.Backpressure{MaxDepth: 2})
-	live := enqueue(t, b, `{"type":"t","args":[1],"options":{"queue":"leak"}}`)
-	// A unit as a crashed enqueue leaves it: no record behind it.
-	if _, err := b.js.PublishMsg(ctx, leakedUnit("leak", "019a0000-0000-7000-8000-00000000dead")); err != nil {
+	bound(t, b, "leak", ojs.Backpressure{MaxDepth: 4})
+	done := enqueue(t, b, `{"type":"t","args":[0],"options":{"queue":"leak"}}`)
+	if j := fetch1(t, b, "leak"); j == nil || j.ID != done.ID {
+		t.Fatalf("fetch: %v", j)
+	}
+	if _, err := b.svc.Ack(ctx, ojs.AckRequest{JobID: done.ID}); err != nil {
 		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "release on ack", func() bool { n, _ := units(t, b.js, "leak"); return n == 0 })
+	live := enqueue(t, b, `{"type":"t","args":[1],"options":{"queue":"leak"}}`)
+	for _, id := range []string{"019a0000-0000-7000-8000-00000000dead", done.ID, live.ID} {
+		if _, err := b.js.PublishMsg(ctx, leakedUnit("leak", id)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	_, err := tryEnqueue(t, b, `{"type":"t","args":[2],"options":{"queue":"leak"}}`)
 	wantFull(t, err, "max_depth")
+	if n, err := b.svc.ReconcileDepth(ctx, "leak", time.Hour); err != nil || n != 0 {
+		t.Fatalf("reconcile within the grace period released %d: %v", n, err)
+	}
 	n, err := b.svc.ReconcileDepth(ctx, "leak", 0)
-	if err != nil || n != 1 {
+	if err != nil || n != 3 {
 		t.Fatalf("reconcile released %d: %v", n, err)
 	}
 	enqueue(t, b, `{"type":"t","args":[3],"options":{"queue":"leak"}}`)
