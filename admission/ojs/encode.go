@@ -214,6 +214,9 @@ func (in *Internal) appendJSON(b []byte) []byte {
 	if len(in.Limits) > 0 {
 		b = appendStrings(append(sep(b), `"limits":`...), in.Limits)
 	}
+	if in.DepthSeq != 0 {
+		b = strconv.AppendUint(append(sep(b), `"depth_seq":`...), in.DepthSeq, 10)
+	}
 	return append(b, '}')
 }
 

@@ -50,7 +50,7 @@ func fullJob() *Job {
 		RateLimit: &RateLimitPolicy{Key: "tenant:acme", Concurrency: &two,
 			Rate: &RateWindow{Limit: 10, Period: Duration(time.Minute)}, OnLimit: "wait"},
 		Internal: Internal{Token: "tok", LeaseUntil: at, HeldAck: "$JS.ACK.x", HeldToken: "held",
-			Limits: []string{"c.tenant:acme", "r.x"}},
+			Limits: []string{"c.tenant:acme", "r.x"}, DepthSeq: 7},
 	}
 }
 
@@ -64,6 +64,7 @@ func TestAppendJSONMatchesReflection(t *testing.T) {
 		"only token":    func(j *Job) { j.Internal = Internal{Token: "t"} },
 		"only lease":    func(j *Job) { j.Internal = Internal{LeaseUntil: j.ScheduledAt} },
 		"only limits":   func(j *Job) { j.Internal = Internal{Limits: []string{"k"}} },
+		"only depth":    func(j *Job) { j.Internal = Internal{DepthSeq: 42} },
 		"no rate limit": func(j *Job) { j.RateLimit = nil },
 		"empty slices":  func(j *Job) { j.Tags, j.Errors, j.Retry.NonRetryableErrors = []string{}, []JobError{}, []string{} },
 		"nil retryable": func(j *Job) { j.Retry.NonRetryableErrors = nil },
