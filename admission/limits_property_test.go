@@ -84,7 +84,7 @@ func TestRateLimitProperties3Instances(t *testing.T) {
 		_, js := natstest.Connect(t, s)
 		svcs = append(svcs, setupCfg(t, js, admission.Config{}).svc)
 	}
-	runRateLimitProperties(t, svcs, propRun{jobs: 2000, keys: 20, workers: 32, crashRate: 0.03, timeout: time.Minute})
+	runRateLimitProperties(t, svcs, propRun{jobs: 2000, keys: 20, workers: 32, crashRate: 0.03, timeout: 3 * time.Minute})
 }
 
 // The same on a 3-node JetStream cluster (R3 streams and buckets), each
@@ -123,7 +123,7 @@ func TestRateLimitPropertiesClusterRestart(t *testing.T) {
 		t.Cleanup(svc.Stop)
 		svcs = append(svcs, svc)
 	}
-	runRateLimitProperties(t, svcs, propRun{jobs: 600, keys: 12, workers: 24, crashRate: 0.03, timeout: 2 * time.Minute,
+	runRateLimitProperties(t, svcs, propRun{jobs: 600, keys: 12, workers: 24, crashRate: 0.03, timeout: 3 * time.Minute,
 		midRun: func() { cl.Restart(t, 1) },
 		diagnose: func(id string) {
 			_, js := cl.Connect(t)
