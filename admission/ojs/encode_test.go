@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -147,4 +148,26 @@ func FuzzAppendJSON(f *testing.F) {
 			t.Fatalf("AppendJSON decodes differently:\n got %s\nwant %s", got, reference(t, j))
 		}
 	})
+}
+
+// fullJob must set every stored field of Job and Internal: a field added
+// to the record but not to fullJob fails here, and once in fullJob the
+// byte-for-byte comparison above fails until AppendJSON writes it. (The
+// reflection-free encoder once dropped a new field silently.)
+func TestFullJobSetsEveryStoredField(t *testing.T) {
+	j := fullJob()
+	check := func(v reflect.Value, prefix string) {
+		for i := range v.NumField() {
+			f := v.Type().Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if !f.IsExported() || name == "-" {
+				continue
+			}
+			if v.Field(i).IsZero() {
+				t.Errorf("fullJob leaves %s%s (%s) unset: set it, and make AppendJSON write it", prefix, f.Name, name)
+			}
+		}
+	}
+	check(reflect.ValueOf(*j), "Job.")
+	check(reflect.ValueOf(j.Internal), "Internal.")
 }
