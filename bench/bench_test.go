@@ -57,7 +57,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 // run that collapses (Fetch(1)+ack on a file-stored WorkQueue stream
 // sometimes drops to ~1k/s, DESIGN "Speed") cannot make jetgate look good.
 //
-//	go test -run '^$' -bench Ratio -benchtime 1x -count 3 ./bench
+//	go test -run '^$' -bench '^BenchmarkRatio$' -benchtime 1x -count 3 ./bench
 func BenchmarkRatio(b *testing.B) {
 	sh := defaultShape(*flagJobs)
 	e := setup(b, sh)

@@ -39,7 +39,7 @@
 // The ratios the issue sets targets for (go ≥ 0.35, http ≥ 0.20 of raw),
 // all paths once per iteration on BENCH_JOBS jobs, one line per run:
 //
-//	go test -run '^$' -bench Ratio -benchtime 1x -count 3 ./bench
+//	go test -run '^$' -bench '^BenchmarkRatio$' -benchtime 1x -count 3 ./bench
 //
 // Per-path numbers for benchstat, b.N jobs per path (jobs/s, fetches/job,
 // empty/job, B/op and allocs/op per job):

@@ -15,7 +15,7 @@ import (
 )
 
 // Shape of a run. Flags win over the BENCH_* environment variables, which
-// win over the defaults: go test -bench Ratio ./bench -args -bench.jobs=50000
+// win over the defaults: go test -bench '^BenchmarkRatio$' ./bench -args -bench.jobs=50000
 var (
 	flagProducers = flag.Int("bench.producers", envInt("BENCH_PRODUCERS", 8), "producer goroutines per path (env BENCH_PRODUCERS)")
 	flagWorkers   = flag.Int("bench.workers", envInt("BENCH_WORKERS", 32), "worker goroutines per path (env BENCH_WORKERS)")
