@@ -31,6 +31,8 @@ type Recorder interface {
 	// Rate limiting (ojs-rate-limiting.md 11.2).
 	RateLimitExceeded(ctx context.Context, key, strategy string)
 	RateLimitWaited(ctx context.Context, key string, d time.Duration)
+	// PriorityChanged counts a priority update (ojs.job.priority_changes_total).
+	PriorityChanged(ctx context.Context, queue string)
 }
 
 // Event types of ojs-events.md section 3 that admission emits.
@@ -74,3 +76,4 @@ func (noMetrics) JobCancelled(context.Context, string, string, time.Duration)   
 func (noMetrics) JobExpired(context.Context, string, string)                     {}
 func (noMetrics) RateLimitExceeded(context.Context, string, string)              {}
 func (noMetrics) RateLimitWaited(context.Context, string, time.Duration)         {}
+func (noMetrics) PriorityChanged(context.Context, string)                        {}

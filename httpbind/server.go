@@ -90,6 +90,7 @@ func (s *server) routes() []route {
 		{http.MethodGet, "/ojs/v1/events", s.events, body},
 	}
 	rs = append(rs, s.rateLimitRoutes()...)
+	rs = append(rs, s.priorityRoutes()...)
 	rs = append(rs, s.backpressureRoutes()...)
 	if s.cfg.MetricsHandler != nil {
 		rs = append(rs, route{http.MethodGet, "/metrics", s.cfg.MetricsHandler.ServeHTTP, body})

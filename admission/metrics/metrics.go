@@ -73,6 +73,8 @@ type Metrics struct {
 	depthReg metric.Registration
 	depthFn  atomic.Pointer[StateDepthFunc]
 
+	priorityChanges metric.Int64Counter
+
 	rl    rateLimitInstruments
 	rlReg metric.Registration
 	rlFn  atomic.Pointer[RateLimitFunc]
@@ -114,6 +116,9 @@ func New(cfg Config) (*Metrics, error) {
 	m.depthReg, err = m.meter.RegisterCallback(m.observeDepth, m.inst.depth)
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("register queue depth callback: %w", err), mp.Shutdown(context.Background()))
+	}
+	if m.priorityChanges, err = createPriorityChanges(m.meter); err != nil {
+		return nil, errors.Join(err, mp.Shutdown(context.Background()))
 	}
 	if err := m.rl.create(m.meter); err != nil {
 		return nil, errors.Join(err, mp.Shutdown(context.Background()))

@@ -182,3 +182,11 @@ type EventQuery struct {
 	Limit int
 	Since time.Time
 }
+
+// PriorityChange answers PATCH /ojs/v1/jobs/{id} {"priority"}
+// (ojs-priority.md 10.2).
+type PriorityChange struct {
+	ID               string `json:"id"`
+	Priority         int    `json:"priority"`
+	PreviousPriority int    `json:"previous_priority"`
+}

@@ -915,3 +915,10 @@ func ceilDiv(d, unit time.Duration) time.Duration {
 	}
 	return q
 }
+
+// ParsePriority validates a priority given outside an envelope (PATCH):
+// an integer 0..MaxPriority. field names it in errors.
+func ParsePriority(raw json.RawMessage, field string) (int, error) {
+	n, err := intValue(cand{key: field, raw: raw}, 0, MaxPriority, priorityRule)
+	return int(n), err
+}

@@ -42,6 +42,9 @@ const (
 	TypeBackpressureDropped   = "backpressure.dropped"
 	TypeBackpressureCleared   = "backpressure.cleared"
 
+	// Priority events (ojs-priority.md 11.1).
+	TypePriorityChanged = "priority.changed"
+
 	// Worker events (section 3.4).
 	TypeWorkerStarted   = "worker.started"
 	TypeWorkerStopped   = "worker.stopped"
@@ -67,6 +70,7 @@ var Catalog = []string{
 	TypeJobProgress,
 	TypeQueuePaused, TypeQueueResumed,
 	TypeRateLimitExceeded, TypeRateLimitReleased, TypeRateLimitDropped, TypeRateLimitAdjusted,
+	TypePriorityChanged,
 	TypeQueuePressureWarning, TypeQueuePressureCritical, TypeQueueOverflow,
 	TypeBackpressureWarning, TypeBackpressureRejected, TypeBackpressureDropped, TypeBackpressureCleared,
 	TypeWorkerStarted, TypeWorkerStopped, TypeWorkerQuiet, TypeWorkerHeartbeat,

@@ -1,0 +1,138 @@
+package admission_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jetgate/jetgate/admission/ojs"
+)
+
+// PRI-R001: an available job's priority changes, and fetch order follows
+// it; a scheduled one's too; other states are refused naming the state.
+func TestSetPriority_PRIR001(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := testCtx(t)
+	first := enqueue(t, b, `{"type":"p.t","args":[1],"queue":"patchq","priority":2}`)
+	late := enqueue(t, b, `{"type":"p.t","args":[2],"queue":"patchq","priority":9}`)
+	res, err := b.svc.SetPriority(ctx, late.ID, 0)
+	if err != nil || res.Priority != 0 || res.PreviousPriority != 9 || res.ID != late.ID {
+		t.Fatalf("SetPriority = %+v, %v", res, err)
+	}
+	if j := fetch1(t, b, "patchq"); j == nil || j.ID != late.ID || j.Priority != 0 {
+		t.Fatalf("fetch after raising the priority = %v, want %s at 0", j, late.ID)
+	}
+	if _, err := b.svc.SetPriority(ctx, late.ID, 3); !errors.Is(err, ojs.ErrInvalidState) {
+		t.Fatalf("active job: %v, want a state error", err)
+	}
+	if j := fetch1(t, b, "patchq"); j == nil || j.ID != first.ID {
+		t.Fatalf("second fetch %v, want %s", j, first.ID)
+	}
+	if j := fetch1(t, b, "patchq"); j != nil {
+		t.Fatalf("the old ready message of the patched job was handed out again: %s", j.ID)
+	}
+	sched := enqueue(t, b, fmt.Sprintf(`{"type":"p.t","args":[3],"queue":"patchq","scheduled_at":%q}`,
+		time.Now().Add(time.Hour).UTC().Format(time.RFC3339)))
+	if _, err := b.svc.SetPriority(ctx, sched.ID, 7); err != nil {
+		t.Fatal(err)
+	}
+	if j, _ := b.svc.Get(ctx, sched.ID); j.Priority != 7 || j.State != ojs.StateScheduled {
+		t.Fatalf("scheduled job after the change: %s priority %d", j.State, j.Priority)
+	}
+}
+
+// PATCH racing 8 concurrent fetchers (the priority issue's race test):
+// every job is handed out exactly once, at its old or its new priority,
+// and none is lost.
+func TestSetPriorityRacesFetch(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const n = 200
+	ids := make([]string, n)
+	for i := range n {
+		ids[i] = enqueue(t, b, fmt.Sprintf(`{"type":"p.t","args":[%d],"queue":"raceq","priority":5}`, i)).ID
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var mu sync.Mutex
+	got := map[string]int{}
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		r := rand.New(rand.NewPCG(1, 2))
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			_, err := b.svc.SetPriority(ctx, ids[r.IntN(n)], r.IntN(10))
+			if err != nil && !errors.Is(err, ojs.ErrInvalidState) && !errors.Is(err, ojs.ErrConflict) {
+				t.Errorf("set priority: %v", err)
+				return
+			}
+		}
+	}()
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				mu.Lock()
+				done := len(got) == n
+				mu.Unlock()
+				if done {
+					return
+				}
+				jobs, err := b.svc.Fetch(ctx, ojs.FetchRequest{Queues: []string{"raceq"}, Count: 3, WorkerID: fmt.Sprintf("w%d", w)})
+				if err != nil {
+					t.Errorf("fetch: %v", err)
+					return
+				}
+				for _, j := range jobs {
+					mu.Lock()
+					got[j.ID]++
+					mu.Unlock()
+					if _, err := b.svc.Ack(ctx, ojs.AckRequest{JobID: j.ID}); err != nil {
+						t.Errorf("ack: %v", err)
+						return
+					}
+				}
+				if len(jobs) == 0 {
+					time.Sleep(time.Millisecond)
+				}
+			}
+		}()
+	}
+	deadline := time.After(50 * time.Second)
+	for {
+		mu.Lock()
+		done := len(got) == n
+		mu.Unlock()
+		if done {
+			break
+		}
+		select {
+		case <-deadline:
+			t.Errorf("only %d of %d jobs handed out", len(got), n)
+			close(stop)
+			wg.Wait()
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	close(stop)
+	wg.Wait()
+	for _, id := range ids {
+		if got[id] != 1 {
+			t.Errorf("job %s handed out %d times", id, got[id])
+		}
+	}
+}
