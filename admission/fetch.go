@@ -1,9 +1,12 @@
 package admission
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,7 +27,7 @@ import (
 func (s *Service) Fetch(ctx context.Context, req ojs.FetchRequest) ([]*ojs.Job, error) {
 	want := min(max(req.Count, 1), s.cfg.MaxFetch)
 	var out []*ojs.Job
-	for _, q := range req.Queues {
+	for _, q := range queueOrder(req) {
 		if len(out) == want {
 			break
 		}
@@ -42,6 +45,38 @@ func (s *Service) Fetch(ctx context.Context, req ojs.FetchRequest) ([]*ojs.Job, 
 		}
 	}
 	return out, nil
+}
+
+// queueOrder is the order a fetch tries its queues in: as listed (strict,
+// ojs-priority.md 7.1), or a random order in which each queue comes first
+// with a probability proportional to its weight (weighted, 7.2: weighted
+// sampling without replacement, key = u^(1/w)). Every queue of weight > 0
+// has a chance at every fetch, so none starves; weight 0 leaves it out.
+func queueOrder(req ojs.FetchRequest) []string {
+	if req.Strategy != ojs.StrategyWeighted || len(req.Queues) < 2 {
+		return req.Queues
+	}
+	type keyed struct {
+		q   string
+		key float64
+	}
+	ks := make([]keyed, 0, len(req.Queues))
+	for _, q := range req.Queues {
+		w, ok := req.Weights[q]
+		if !ok {
+			w = 1
+		}
+		if w <= 0 {
+			continue
+		}
+		ks = append(ks, keyed{q, math.Pow(rand.Float64(), 1/float64(w))})
+	}
+	slices.SortFunc(ks, func(a, b keyed) int { return cmp.Compare(b.key, a.key) })
+	out := make([]string, len(ks))
+	for i, k := range ks {
+		out[i] = k.q
+	}
+	return out
 }
 
 // fetchQueue claims up to want jobs from one queue. Ready messages come

@@ -136,3 +136,45 @@ func TestSetPriorityRacesFetch(t *testing.T) {
 		}
 	}
 }
+
+// PRI-R002, ojs-priority.md 7: under sustained load on a heavy queue,
+// weighted consumption still serves the light queue at its share (weights
+// 3:1 -> 25 %, within ±20 % of it); strict consumption serves the first
+// listed queue while it has jobs.
+func TestWeightedConsumptionServesEveryQueue_PRIR002(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := testCtx(t)
+	const fetches = 1000
+	var batch []*ojs.Job
+	for _, q := range []string{"heavy", "light"} {
+		for i := range fetches {
+			batch = append(batch, mustParse(t, fmt.Sprintf(`{"type":"w.t","args":[%d],"queue":%q}`, i, q)))
+			if len(batch) == 100 {
+				if _, err := b.svc.EnqueueBatch(ctx, batch); err != nil {
+					t.Fatal(err)
+				}
+				batch = batch[:0]
+			}
+		}
+	}
+	served := map[string]int{}
+	weighted := ojs.FetchRequest{Queues: []string{"heavy", "light"}, Strategy: ojs.StrategyWeighted,
+		Weights: map[string]int{"heavy": 3, "light": 1}, WorkerID: "w"}
+	for range fetches {
+		jobs, err := b.svc.Fetch(ctx, weighted)
+		if err != nil || len(jobs) != 1 {
+			t.Fatalf("fetch: %d jobs, %v", len(jobs), err)
+		}
+		served[jobs[0].Queue]++
+	}
+	if share := float64(served["light"]) / fetches; share < 0.20 || share > 0.30 {
+		t.Fatalf("light queue share %.3f (%v), want 0.25 ± 20%%", share, served)
+	}
+	for range 50 {
+		jobs, err := b.svc.Fetch(ctx, ojs.FetchRequest{Queues: []string{"heavy", "light"}, WorkerID: "w"})
+		if err != nil || len(jobs) != 1 || jobs[0].Queue != "heavy" {
+			t.Fatalf("strict fetch: %v, %v; want a heavy job while heavy has jobs", jobs, err)
+		}
+	}
+}

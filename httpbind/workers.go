@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/jetgate/jetgate/admission/ojs"
@@ -35,7 +36,7 @@ func (s *server) decodeFetch(r *http.Request) (ojs.FetchRequest, error) {
 	if err != nil {
 		return req, err
 	}
-	queues, _, err := o.strings("queues")
+	queues, weights, err := fetchQueues(o)
 	if err != nil {
 		return req, err
 	}
@@ -59,12 +60,90 @@ func (s *server) decodeFetch(r *http.Request) (ojs.FetchRequest, error) {
 	if err != nil {
 		return req, err
 	}
+	strategy, err := o.str("strategy", false)
+	if err != nil {
+		return req, err
+	}
+	switch strategy {
+	case "", ojs.StrategyStrict, ojs.StrategyWeighted:
+	default:
+		return req, invalid("strategy", `"strict" or "weighted"`, strconv.Quote(short(strategy)))
+	}
+	if raw, ok := o.get("weights"); ok {
+		if weights, err = weightsObject(raw, weights); err != nil {
+			return req, err
+		}
+	}
 	return ojs.FetchRequest{
 		Queues:            dedupe(queues),
 		Count:             int(count),
 		WorkerID:          worker,
 		VisibilityTimeout: time.Duration(vt) * time.Millisecond,
+		Strategy:          strategy,
+		Weights:           weights,
 	}, nil
+}
+
+// maxQueueWeight bounds a queue's weight in a weighted fetch.
+const maxQueueWeight = 1000
+
+// fetchQueues reads "queues": an array of names, or of {"name","weight"}
+// objects (ojs-priority.md 7.3), which also give the weights.
+func fetchQueues(o object) ([]string, map[string]int, error) {
+	raw, ok := o.get("queues")
+	if !ok {
+		return nil, nil, nil
+	}
+	if names, _, err := stringArray("queues", raw); err == nil {
+		return names, nil, nil
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return nil, nil, invalid("queues", "an array of queue names or of {name, weight} objects", describe(raw))
+	}
+	names := make([]string, 0, len(items))
+	weights := map[string]int{}
+	for i, it := range items {
+		field := fmt.Sprintf("queues[%d]", i)
+		var name string
+		if json.Unmarshal(it, &name) == nil {
+			names = append(names, name)
+			continue
+		}
+		io, err := parseObject(it)
+		if err != nil || len(it) == 0 || it[0] != '{' {
+			return nil, nil, invalid(field, "a queue name or a {name, weight} object", describe(it))
+		}
+		if name, err = io.str("name", true); err != nil {
+			return nil, nil, prefixField(field+".", err)
+		}
+		w, err := io.integer("weight", 1, 0, maxQueueWeight)
+		if err != nil {
+			return nil, nil, prefixField(field+".", err)
+		}
+		names = append(names, name)
+		weights[name] = int(w)
+	}
+	return names, weights, nil
+}
+
+// weightsObject reads "weights": {queue: weight}, added to into.
+func weightsObject(raw json.RawMessage, into map[string]int) (map[string]int, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
+		return nil, invalid("weights", "an object of queue name to weight", describe(raw))
+	}
+	if into == nil {
+		into = map[string]int{}
+	}
+	for q, v := range m {
+		w, err := object{q: v}.integer(q, 1, 0, maxQueueWeight)
+		if err != nil {
+			return nil, prefixField("weights.", err)
+		}
+		into[q] = int(w)
+	}
+	return into, nil
 }
 
 // ack is ACK, POST /ojs/v1/workers/ack (10.2): {"job_id","result"?} ->

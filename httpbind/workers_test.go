@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -291,5 +292,37 @@ func TestGoSDKRequests(t *testing.T) {
 	}
 	if err := json.Unmarshal(r.raw, &m); err != nil || m.OJSVersion != "1.0" || m.Extensions == nil {
 		t.Errorf("manifest as the SDK decodes it: %+v, %v", m, err)
+	}
+}
+
+// ojs-priority.md 7.3: the fetch carries the consumption strategy and the
+// queues' weights, as {name, weight} objects or a weights object.
+func TestFetch_Strategy_PRIR002(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{})
+	b.do(t, http.MethodPost, "/ojs/v1/workers/fetch",
+		`{"queues":[{"name":"critical","weight":5},{"name":"default","weight":2},"low"],"strategy":"weighted"}`, nil).
+		wantStatus(t, http.StatusOK)
+	got := b.fake.fetchReq
+	if !slices.Equal(got.Queues, []string{"critical", "default", "low"}) || got.Strategy != ojs.StrategyWeighted ||
+		got.Weights["critical"] != 5 || got.Weights["default"] != 2 || len(got.Weights) != 2 {
+		t.Errorf("FetchRequest = %+v", got)
+	}
+	b.do(t, http.MethodPost, "/ojs/v1/workers/fetch",
+		`{"queues":["a","b"],"strategy":"weighted","weights":{"a":3,"b":0}}`, nil).wantStatus(t, http.StatusOK)
+	if got := b.fake.fetchReq; got.Weights["a"] != 3 || got.Weights["b"] != 0 {
+		t.Errorf("weights object: %+v", got)
+	}
+	for body, field := range map[string]string{
+		`{"queues":["a"],"strategy":"random"}`:                        "strategy",
+		`{"queues":[{"name":"a","weight":-1}],"strategy":"weighted"}`: "queues[0].weight",
+		`{"queues":[{"weight":2}]}`:                                   "queues[0].name",
+		`{"queues":["a"],"weights":{"a":"x"}}`:                        "weights.a",
+		`{"queues":[7]}`:                                              "queues[0]",
+	} {
+		r := b.do(t, http.MethodPost, "/ojs/v1/workers/fetch", body, nil).wantStatus(t, http.StatusBadRequest)
+		if !strings.Contains(string(r.raw), field) {
+			t.Errorf("%s: %s, want the field %s named", body, r.raw, field)
+		}
 	}
 }

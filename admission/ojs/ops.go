@@ -12,7 +12,20 @@ type FetchRequest struct {
 	WorkerID string
 	// VisibilityTimeout overrides the job's reservation period when > 0.
 	VisibilityTimeout time.Duration
+	// Strategy is how Queues are consumed (ojs-priority.md 7): strict
+	// ("" or StrategyStrict: in the order listed) or weighted (each fetch
+	// tries the queues in a random order drawn by Weights).
+	Strategy string
+	// Weights of the queues under the weighted strategy; a queue without
+	// a weight has weight 1, a weight of 0 leaves the queue out.
+	Weights map[string]int
 }
+
+// Queue consumption strategies (ojs-priority.md 7).
+const (
+	StrategyStrict   = "strict"
+	StrategyWeighted = "weighted"
+)
 
 // AckRequest is a worker's ACK. WorkerID is optional: the official clients
 // do not send it, so ownership is not checked against it.
