@@ -92,7 +92,7 @@ func (s *Service) drop(ctx context.Context, queue string, ref jobstore.MsgRef, r
 		return false, err
 	}
 	_ = s.assets.Ready.DeleteMsg(ctx, readySeq)
-	s.stats.move(nj.Queue, old.State, nj.State)
+	s.stats.move(nj.Queue, nj.Priority, old.State, nj.State)
 	s.met.JobDiscarded(ctx, nj.Queue, nj.Type, 0)
 	if pr, ok := s.met.(PressureRecorder); ok {
 		pr.QueueDropped(ctx, queue)

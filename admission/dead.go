@@ -90,7 +90,7 @@ func (s *Service) RetryDeadLetter(ctx context.Context, id string) (_ *ojs.Job, e
 	if err := s.store.DeleteDead(ctx, nj.Queue, nj.ID); err != nil {
 		s.log.Warn("dead letter index entry left behind", "job", id, "error", err)
 	}
-	s.stats.move(nj.Queue, ojs.StateDiscarded, nj.State)
+	s.stats.move(nj.Queue, nj.Priority, ojs.StateDiscarded, nj.State)
 	s.events.PublishJob(EventJobEnqueued, nj, map[string]any{"retried_from": "dead_letter"})
 	return nj, nil
 }
@@ -114,7 +114,7 @@ func (s *Service) DeleteDeadLetter(ctx context.Context, id string) error {
 			}
 			return err
 		}
-		s.stats.move(j.Queue, ojs.StateDiscarded, "")
+		s.stats.move(j.Queue, j.Priority, ojs.StateDiscarded, "")
 		return s.store.DeleteDead(ctx, j.Queue, id)
 	}
 	return fmt.Errorf("%w: job %s kept changing", ojs.ErrConflict, id)

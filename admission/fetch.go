@@ -336,7 +336,7 @@ func (s *Service) claim(ctx context.Context, msg jetstream.Msg, req ojs.FetchReq
 		return nil, err
 	case nj.State == ojs.StateDiscarded:
 		_ = msg.Ack()
-		s.stats.move(nj.Queue, old.State, nj.State)
+		s.stats.move(nj.Queue, nj.Priority, old.State, nj.State)
 		s.met.JobExpired(ctx, nj.Queue, nj.Type)
 		s.releaseDepth(nj)
 		s.events.PublishJob(EventJobExpired, nj, nil)
@@ -419,7 +419,7 @@ func (s *Service) recordStart(ctx context.Context, j, nj *ojs.Job, now time.Time
 	if j.EnqueuedAt != nil {
 		wait = now.Sub(j.EnqueuedAt.Time)
 	}
-	s.stats.move(nj.Queue, ojs.StateAvailable, ojs.StateActive)
+	s.stats.move(nj.Queue, nj.Priority, ojs.StateAvailable, ojs.StateActive)
 	s.stats.sample(nj.Queue, func(smp *statSample) {
 		smp.Started++
 		smp.WaitMs += wait.Milliseconds()

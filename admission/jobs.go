@@ -35,7 +35,7 @@ func (s *Service) Cancel(ctx context.Context, id string) (*ojs.Job, ojs.State, e
 	if err != nil {
 		return nil, "", err
 	}
-	s.stats.move(nj.Queue, old.State, nj.State)
+	s.stats.move(nj.Queue, nj.Priority, old.State, nj.State)
 	s.releaseDepth(nj)
 	if old.State == ojs.StateActive {
 		s.met.JobCancelled(ctx, nj.Queue, nj.Type, runTime(old))
@@ -67,7 +67,7 @@ func (s *Service) Activate(ctx context.Context, id string) (*ojs.Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.stats.move(nj.Queue, ojs.StatePending, nj.State)
+	s.stats.move(nj.Queue, nj.Priority, ojs.StatePending, nj.State)
 	s.events.PublishJob(EventJobEnqueued, nj, nil)
 	return nj, nil
 }

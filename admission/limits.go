@@ -300,7 +300,7 @@ func (s *Service) rescheduleLimited(ctx context.Context, j *ojs.Job, at time.Tim
 	if err != nil {
 		return err
 	}
-	s.stats.move(nj.Queue, old.State, nj.State)
+	s.stats.move(nj.Queue, nj.Priority, old.State, nj.State)
 	s.events.PublishJob(EventJobScheduled, nj, map[string]any{"reason": "rate_limit"})
 	return nil
 }
@@ -328,7 +328,7 @@ func (s *Service) dropLimited(ctx context.Context, j *ojs.Job, r *limitRefusal) 
 	if err != nil {
 		return err
 	}
-	s.stats.move(nj.Queue, old.State, nj.State)
+	s.stats.move(nj.Queue, nj.Priority, old.State, nj.State)
 	s.releaseDepth(nj)
 	s.events.Publish(EventRateLimitDropped, nj.ID, map[string]any{
 		"key": r.entry.Key, "scope": r.entry.Scope, "strategy": r.denial.Strategy, "job_id": nj.ID, "job_type": nj.Type, "queue": nj.Queue,

@@ -2,9 +2,15 @@ package admission
 
 import (
 	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetgate/jetgate/admission/ojs"
 	"github.com/jetgate/jetgate/jetstream/jobstore"
+	"github.com/jetgate/jetgate/jetstream/topology"
 )
 
 // EventPriorityChanged is emitted when a job's priority is updated after
@@ -40,10 +46,58 @@ func (s *Service) SetPriority(ctx context.Context, id string, priority int) (*oj
 		return nil, err
 	}
 	if nj.Priority != old.Priority {
+		if nj.State == ojs.StateAvailable {
+			s.stats.move(nj.Queue, old.Priority, ojs.StateAvailable, "")
+			s.stats.move(nj.Queue, nj.Priority, "", ojs.StateAvailable)
+		}
 		s.events.PublishJob(EventPriorityChanged, nj, map[string]any{
 			"job_id": nj.ID, "previous_priority": old.Priority, "new_priority": nj.Priority,
 		})
 		s.met.PriorityChanged(ctx, nj.Queue)
 	}
 	return &ojs.PriorityChange{ID: nj.ID, Priority: nj.Priority, PreviousPriority: old.Priority}, nil
+}
+
+// PriorityStats counts a queue's available jobs per priority (PRI-R003),
+// from the same per-state counters as QueueStats (flushed each second,
+// this process's unflushed changes included). Jobs waiting on a rate
+// limit are available and counted.
+func (s *Service) PriorityStats(ctx context.Context, queue string) (*ojs.PriorityStats, error) {
+	if _, ok := s.queues.get(queue); !ok {
+		if _, err := s.store.GetQueue(ctx, queue); err != nil {
+			return nil, err
+		}
+	}
+	info, err := s.assets.Counts.Info(ctx, jetstream.WithSubjectFilter(topology.CountSubject(queue, "*")))
+	if err != nil {
+		return nil, fmt.Errorf("priority stats of %s: %w", queue, jobstore.Unavailable(err))
+	}
+	local, _ := s.stats.pending(queue)
+	names := map[string]bool{}
+	for subj := range info.State.Subjects {
+		names[subj[strings.LastIndexByte(subj, '.')+1:]] = true
+	}
+	for name := range local {
+		names[name] = true
+	}
+	out := &ojs.PriorityStats{Queue: queue, CountsByPriority: map[string]int64{}}
+	for name := range names {
+		p, ok := strings.CutPrefix(name, availablePrefix)
+		if !ok {
+			continue
+		}
+		prio, err := strconv.Atoi(p)
+		if err != nil {
+			continue
+		}
+		n, err := s.counter(ctx, queue, name)
+		if err != nil {
+			return nil, err
+		}
+		if n = max(0, n+local[name]); n > 0 {
+			out.CountsByPriority[strconv.Itoa(prio)] = n
+			out.Total += n
+		}
+	}
+	return out, nil
 }

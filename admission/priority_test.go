@@ -178,3 +178,45 @@ func TestWeightedConsumptionServesEveryQueue_PRIR002(t *testing.T) {
 		}
 	}
 }
+
+// PRI-R003: available jobs per priority, following enqueues, fetches and
+// priority changes.
+func TestPriorityStats_PRIR003(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := testCtx(t)
+	var ids []string
+	for _, p := range []int{0, 2, 2, 4, 4, 4} {
+		ids = append(ids, enqueue(t, b, fmt.Sprintf(`{"type":"p.t","args":[],"queue":"pstats","priority":%d}`, p)).ID)
+	}
+	if j := fetch1(t, b, "pstats"); j == nil || j.Priority != 0 {
+		t.Fatalf("fetch %v", j)
+	}
+	if _, err := b.svc.SetPriority(ctx, ids[5], 7); err != nil {
+		t.Fatal(err)
+	}
+	// Counters are flushed once a second without waiting for acks: ask
+	// until the flushed numbers are in (generous bound).
+	want := map[string]int64{"2": 2, "4": 2, "7": 1}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, err := b.svc.PriorityStats(ctx, "pstats")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ok := st.Total == 5 && len(st.CountsByPriority) == len(want)
+		for p, n := range want {
+			ok = ok && st.CountsByPriority[p] == n
+		}
+		if ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stats %+v, want %v", st, want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, err := b.svc.PriorityStats(ctx, "no-such-queue"); !errors.Is(err, ojs.ErrNotFound) {
+		t.Fatalf("unknown queue: %v", err)
+	}
+}

@@ -45,15 +45,29 @@ func newStatsAgg() *statsAgg {
 }
 
 // move records a job leaving state from (empty: new) for state to (empty: deleted).
-func (a *statsAgg) move(queue string, from, to ojs.State) {
+func (a *statsAgg) move(queue string, prio int, from, to ojs.State) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if from != "" {
 		a.counts[countKey{queue, string(from)}]--
+		if from == ojs.StateAvailable {
+			a.counts[countKey{queue, availableAt(prio)}]--
+		}
 	}
 	if to != "" {
 		a.counts[countKey{queue, string(to)}]++
+		if to == ojs.StateAvailable {
+			a.counts[countKey{queue, availableAt(prio)}]++
+		}
 	}
+}
+
+// availablePrefix starts the counter names of available jobs per
+// priority: available_p002 for priority 2.
+const availablePrefix = "available_p"
+
+func availableAt(prio int) string {
+	return fmt.Sprintf("%s%0*d", availablePrefix, topology.PriorityDigits, prio)
 }
 
 func (a *statsAgg) sample(queue string, f func(*statSample)) {

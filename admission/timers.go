@@ -100,7 +100,7 @@ func (s *Service) due(ctx context.Context, ref jobstore.MsgRef) error {
 	if err != nil {
 		return err
 	}
-	s.stats.move(nj.Queue, old.State, nj.State)
+	s.stats.move(nj.Queue, nj.Priority, old.State, nj.State)
 	if old.State == ojs.StateScheduled {
 		s.events.PublishJob(EventJobEnqueued, nj, nil)
 	}

@@ -40,7 +40,7 @@ func (s *Service) Ack(ctx context.Context, req ojs.AckRequest) (*ojs.AckResult, 
 	if nj.StartedAt != nil {
 		d = nj.CompletedAt.Sub(nj.StartedAt.Time)
 	}
-	s.stats.move(nj.Queue, ojs.StateActive, ojs.StateCompleted)
+	s.stats.move(nj.Queue, nj.Priority, ojs.StateActive, ojs.StateCompleted)
 	s.stats.sample(nj.Queue, func(smp *statSample) {
 		smp.Completed++
 		smp.DurationMs += d.Milliseconds()
@@ -118,7 +118,7 @@ func (s *Service) failed(j *ojs.Job, e ojs.JobError) (*ojs.Job, func(context.Con
 }
 
 func (s *Service) afterFailure(ctx context.Context, nj *ojs.Job) {
-	s.stats.move(nj.Queue, ojs.StateActive, nj.State)
+	s.stats.move(nj.Queue, nj.Priority, ojs.StateActive, nj.State)
 	s.stats.sample(nj.Queue, func(smp *statSample) { smp.Failed++ })
 	d := runTime(nj)
 	s.events.PublishJob(EventJobFailed, nj, nil)

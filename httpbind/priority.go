@@ -12,6 +12,7 @@ import (
 // gets the route.
 type PriorityBackend interface {
 	SetPriority(ctx context.Context, id string, priority int) (*ojs.PriorityChange, error)
+	PriorityStats(ctx context.Context, queue string) (*ojs.PriorityStats, error)
 }
 
 func (s *server) priorityRoutes() []route {
@@ -19,9 +20,24 @@ func (s *server) priorityRoutes() []route {
 	if !ok {
 		return nil
 	}
-	return []route{{http.MethodPatch, "/ojs/v1/jobs/{id}", func(w http.ResponseWriter, r *http.Request) {
-		s.patchJob(w, r, pb)
-	}, s.cfg.MaxBodyBytes}}
+	return []route{
+		{http.MethodPatch, "/ojs/v1/jobs/{id}", func(w http.ResponseWriter, r *http.Request) {
+			s.patchJob(w, r, pb)
+		}, s.cfg.MaxBodyBytes},
+		{http.MethodGet, "/ojs/v1/queues/{name}/priority-stats", func(w http.ResponseWriter, r *http.Request) {
+			name, err := pathQueue(r)
+			if err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+			st, err := pb.PriorityStats(r.Context(), name)
+			if err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+			s.writeJSON(w, r, http.StatusOK, st)
+		}, s.cfg.MaxBodyBytes},
+	}
 }
 
 // patchJob is PATCH /ojs/v1/jobs/{id} {"priority": N} (PRI-R001): 200

@@ -203,3 +203,11 @@ type PriorityChange struct {
 	Priority         int    `json:"priority"`
 	PreviousPriority int    `json:"previous_priority"`
 }
+
+// PriorityStats is GET /ojs/v1/queues/{queue}/priority-stats
+// (ojs-priority.md 10.3): available jobs per priority.
+type PriorityStats struct {
+	Queue            string           `json:"queue"`
+	CountsByPriority map[string]int64 `json:"counts_by_priority"`
+	Total            int64            `json:"total"`
+}

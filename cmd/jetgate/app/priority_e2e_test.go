@@ -29,6 +29,10 @@ func TestHTTPPatchPriority_PRIR001(t *testing.T) {
 	if r := c.do("PATCH", "/ojs/v1/jobs/"+id, map[string]any{"priority": 1, "queue": "other"}); r.status != 400 || !strings.Contains(r.raw, "queue") {
 		t.Errorf("changing the queue: %d %s", r.status, r.raw)
 	}
+	ps := c.must(200, "GET", "/ojs/v1/queues/patchh/priority-stats", nil)
+	if ps["queue"] != "patchh" || obj(ps["counts_by_priority"])["0"] != 1.0 || ps["total"] != 1.0 {
+		t.Fatalf("priority-stats %v", ps)
+	}
 	if got := fetchOne(c, "patchh"); got == nil || got["id"] != id || got["priority"] != 0.0 {
 		t.Fatalf("fetch %v", got)
 	}
