@@ -425,5 +425,8 @@ func (s *Service) recordStart(ctx context.Context, j, nj *ojs.Job, now time.Time
 		smp.WaitMs += wait.Milliseconds()
 	})
 	s.met.JobStarted(ctx, nj.Queue, nj.Type, nj.Attempt, wait)
+	if nj.Attempt <= 1 {
+		s.met.JobWaitedByPriority(ctx, nj.Queue, nj.Priority, wait)
+	}
 	s.events.PublishJob(EventJobStarted, nj, nil)
 }

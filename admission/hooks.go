@@ -33,6 +33,9 @@ type Recorder interface {
 	RateLimitWaited(ctx context.Context, key string, d time.Duration)
 	// PriorityChanged counts a priority update (ojs.job.priority_changes_total).
 	PriorityChanged(ctx context.Context, queue string)
+	// JobWaitedByPriority records a first start's wait by priority
+	// (ojs.job.wait_duration_by_priority).
+	JobWaitedByPriority(ctx context.Context, queue string, priority int, wait time.Duration)
 }
 
 // Event types of ojs-events.md section 3 that admission emits.
@@ -67,13 +70,14 @@ func (noEvents) Recent(context.Context, ojs.EventQuery) ([]ojs.Event, error) {
 
 type noMetrics struct{}
 
-func (noMetrics) JobEnqueued(context.Context, string, string)                    {}
-func (noMetrics) JobStarted(context.Context, string, string, int, time.Duration) {}
-func (noMetrics) JobCompleted(context.Context, string, string, time.Duration)    {}
-func (noMetrics) JobFailed(context.Context, string, string, time.Duration)       {}
-func (noMetrics) JobDiscarded(context.Context, string, string, time.Duration)    {}
-func (noMetrics) JobCancelled(context.Context, string, string, time.Duration)    {}
-func (noMetrics) JobExpired(context.Context, string, string)                     {}
-func (noMetrics) RateLimitExceeded(context.Context, string, string)              {}
-func (noMetrics) RateLimitWaited(context.Context, string, time.Duration)         {}
-func (noMetrics) PriorityChanged(context.Context, string)                        {}
+func (noMetrics) JobEnqueued(context.Context, string, string)                     {}
+func (noMetrics) JobStarted(context.Context, string, string, int, time.Duration)  {}
+func (noMetrics) JobCompleted(context.Context, string, string, time.Duration)     {}
+func (noMetrics) JobFailed(context.Context, string, string, time.Duration)        {}
+func (noMetrics) JobDiscarded(context.Context, string, string, time.Duration)     {}
+func (noMetrics) JobCancelled(context.Context, string, string, time.Duration)     {}
+func (noMetrics) JobExpired(context.Context, string, string)                      {}
+func (noMetrics) RateLimitExceeded(context.Context, string, string)               {}
+func (noMetrics) RateLimitWaited(context.Context, string, time.Duration)          {}
+func (noMetrics) PriorityChanged(context.Context, string)                         {}
+func (noMetrics) JobWaitedByPriority(context.Context, string, int, time.Duration) {}

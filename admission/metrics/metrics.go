@@ -73,7 +73,9 @@ type Metrics struct {
 	depthReg metric.Registration
 	depthFn  atomic.Pointer[StateDepthFunc]
 
-	priorityChanges metric.Int64Counter
+	prio    priorityInstruments
+	prioReg metric.Registration
+	prioFn  atomic.Pointer[PriorityDepthFunc]
 
 	rl    rateLimitInstruments
 	rlReg metric.Registration
@@ -117,8 +119,12 @@ func New(cfg Config) (*Metrics, error) {
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("register queue depth callback: %w", err), mp.Shutdown(context.Background()))
 	}
-	if m.priorityChanges, err = createPriorityChanges(m.meter); err != nil {
+	if err := m.prio.create(m.meter); err != nil {
 		return nil, errors.Join(err, mp.Shutdown(context.Background()))
+	}
+	m.prioReg, err = m.meter.RegisterCallback(m.observePriorities, m.prio.available)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("register priority callback: %w", err), mp.Shutdown(context.Background()))
 	}
 	if err := m.rl.create(m.meter); err != nil {
 		return nil, errors.Join(err, mp.Shutdown(context.Background()))
@@ -164,7 +170,7 @@ func (m *Metrics) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	m.shutdownOnce.Do(func() {
-		m.shutdownErr = errors.Join(m.depthReg.Unregister(), m.rlReg.Unregister(), m.provider.Shutdown(ctx))
+		m.shutdownErr = errors.Join(m.depthReg.Unregister(), m.rlReg.Unregister(), m.prioReg.Unregister(), m.provider.Shutdown(ctx))
 	})
 	return m.shutdownErr
 }

@@ -129,6 +129,7 @@ func (s *Server) start(ctx context.Context) error {
 		return err
 	}
 	s.metrics.SetStateDepthFunc(s.svc.StateDepths)
+	s.metrics.SetPriorityDepthFunc(s.svc.PriorityDepths)
 	s.metrics.SetRateLimitFunc(func(context.Context) map[string]metrics.RateLimitUsage {
 		out := map[string]metrics.RateLimitUsage{}
 		for k, u := range s.svc.RateLimitUsage() {

@@ -1,6 +1,8 @@
 package app_test
 
 import (
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -32,6 +34,17 @@ func TestHTTPPatchPriority_PRIR001(t *testing.T) {
 	ps := c.must(200, "GET", "/ojs/v1/queues/patchh/priority-stats", nil)
 	if ps["queue"] != "patchh" || obj(ps["counts_by_priority"])["0"] != 1.0 || ps["total"] != 1.0 {
 		t.Fatalf("priority-stats %v", ps)
+	}
+	mres, err := http.Get(s.URL() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, _ := io.ReadAll(mres.Body)
+	mres.Body.Close()
+	for _, m := range []string{`ojs_job_priority_changes_total{queue="patchh"} 1`, `ojs_queue_available_by_priority{priority="0",queue="patchh"} 1`} {
+		if !strings.Contains(string(text), m) {
+			t.Errorf("/metrics lacks %s", m)
+		}
 	}
 	if got := fetchOne(c, "patchh"); got == nil || got["id"] != id || got["priority"] != 0.0 {
 		t.Fatalf("fetch %v", got)
