@@ -91,6 +91,7 @@ func (s *Service) RetryDeadLetter(ctx context.Context, id string) (_ *ojs.Job, e
 		s.log.Warn("dead letter index entry left behind", "job", id, "error", err)
 	}
 	s.stats.move(nj.Queue, nj.Priority, ojs.StateDiscarded, nj.State)
+	s.notify.ready(nj.Queue)
 	s.events.PublishJob(EventJobEnqueued, nj, map[string]any{"retried_from": "dead_letter"})
 	return nj, nil
 }

@@ -101,6 +101,9 @@ func (s *Service) publishInitial(ctx context.Context, j *ojs.Job) error {
 func (s *Service) enqueued(ctx context.Context, j *ojs.Job) {
 	s.met.JobEnqueued(ctx, j.Queue, j.Type)
 	s.stats.move(j.Queue, j.Priority, "", j.State)
+	if j.State == ojs.StateAvailable {
+		s.notify.ready(j.Queue)
+	}
 	if j.State == ojs.StateScheduled {
 		s.events.PublishJob(EventJobScheduled, j, nil)
 		return

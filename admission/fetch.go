@@ -25,6 +25,24 @@ import (
 // equal priorities go oldest first (PRI-003, PRI-004). Each claimed job is
 // active, its attempt counted, and its visibility timer set.
 func (s *Service) Fetch(ctx context.Context, req ojs.FetchRequest) ([]*ojs.Job, error) {
+	// Taken before looking, so a job made ready meanwhile is not missed.
+	key := ""
+	if len(req.Queues) == 1 {
+		key = req.Queues[0]
+	}
+	woken := s.notify.channel(key)
+	out, err := s.fetchOnce(ctx, req)
+	if err != nil || len(out) > 0 {
+		return out, err
+	}
+	if !waitReady(ctx, woken, s.cfg.FetchWait) {
+		return out, nil
+	}
+	return s.fetchOnce(ctx, req)
+}
+
+// fetchOnce claims up to req.Count jobs from req.Queues without waiting.
+func (s *Service) fetchOnce(ctx context.Context, req ojs.FetchRequest) ([]*ojs.Job, error) {
 	want := min(max(req.Count, 1), s.cfg.MaxFetch)
 	var out []*ojs.Job
 	for _, q := range queueOrder(req) {

@@ -68,6 +68,7 @@ func (s *Service) Activate(ctx context.Context, id string) (*ojs.Job, error) {
 		return nil, err
 	}
 	s.stats.move(nj.Queue, nj.Priority, ojs.StatePending, nj.State)
+	s.notify.ready(nj.Queue)
 	s.events.PublishJob(EventJobEnqueued, nj, nil)
 	return nj, nil
 }

@@ -49,6 +49,7 @@ func (s *Service) SetPriority(ctx context.Context, id string, priority int) (*oj
 		if nj.State == ojs.StateAvailable {
 			s.stats.move(nj.Queue, old.Priority, ojs.StateAvailable, "")
 			s.stats.move(nj.Queue, nj.Priority, "", ojs.StateAvailable)
+			s.notify.ready(nj.Queue)
 		}
 		s.events.PublishJob(EventPriorityChanged, nj, map[string]any{
 			"job_id": nj.ID, "previous_priority": old.Priority, "new_priority": nj.Priority,

@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jetgate/jetgate/admission"
 	"github.com/jetgate/jetgate/admission/ojs"
+	"github.com/jetgate/jetgate/jetstream/natstest"
 )
 
 // PRI-R001: an available job's priority changes, and fetch order follows
@@ -218,5 +220,30 @@ func TestPriorityStats_PRIR003(t *testing.T) {
 	}
 	if _, err := b.svc.PriorityStats(ctx, "no-such-queue"); !errors.Is(err, ojs.ErrNotFound) {
 		t.Fatalf("unknown queue: %v", err)
+	}
+}
+
+// ojs-core.md lets an empty fetch block briefly: a fetch that finds
+// nothing waits (Config.FetchWait) and is woken by a job this process
+// makes ready, which it then returns.
+func TestEmptyFetchWokenByEnqueue(t *testing.T) {
+	t.Parallel()
+	s := natstest.RunServer(t)
+	_, js := natstest.Connect(t, s)
+	b := setupCfg(t, js, admission.Config{FetchWait: 20 * time.Second})
+	got := make(chan []*ojs.Job, 1)
+	go func() {
+		jobs, _ := b.svc.Fetch(testCtx(t), ojs.FetchRequest{Queues: []string{"waitq"}, WorkerID: "w"})
+		got <- jobs
+	}()
+	time.Sleep(50 * time.Millisecond) // the fetch is waiting
+	j := enqueue(t, b, `{"type":"w.t","args":[],"queue":"waitq"}`)
+	select {
+	case jobs := <-got:
+		if len(jobs) != 1 || jobs[0].ID != j.ID {
+			t.Fatalf("woken fetch returned %v, want %s", jobs, j.ID)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiting fetch was not woken by the enqueue")
 	}
 }

@@ -340,6 +340,7 @@ func (s *Service) promote(ctx context.Context, e kvlimits.Entry) error {
 			// publishes it again.
 			return err
 		}
+		s.notify.ready(w.Queue)
 		s.events.Publish(EventRateLimitReleased, e.Key, map[string]any{
 			"key": e.Key, "scope": e.Scope, "job_id": w.JobID, "queue": w.Queue, "priority": w.Priority,
 		})

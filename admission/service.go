@@ -42,6 +42,9 @@ type Config struct {
 	ConsumerIdle time.Duration
 	// MaxFetch caps the jobs returned by one fetch.
 	MaxFetch int
+	// FetchWait is how long a fetch that finds nothing waits for a job
+	// this process makes ready (default DefaultFetchWait; negative: none).
+	FetchWait time.Duration
 	// RecordCache bounds the records remembered for skipping reads.
 	RecordCache int
 	// Retention keeps completed and cancelled job records this long after
@@ -72,6 +75,7 @@ func (c Config) withDefaults() Config {
 	c.ClaimAckWait = cmp.Or(c.ClaimAckWait, 30*time.Second)
 	c.ConsumerIdle = cmp.Or(c.ConsumerIdle, time.Hour)
 	c.MaxFetch = cmp.Or(c.MaxFetch, 100)
+	c.FetchWait = cmp.Or(c.FetchWait, DefaultFetchWait)
 	c.RecordCache = cmp.Or(c.RecordCache, 100_000)
 	c.Retention = cmp.Or(c.Retention, 24*time.Hour)
 	c.DeadRetention = cmp.Or(c.DeadRetention, 7*24*time.Hour)
@@ -125,6 +129,7 @@ type Service struct {
 	leases   deferredLeases
 	limits   *kvlimits.Store
 	promoter *promoter
+	notify   *readyNotify
 	// releases counts rate limit releases being written (releaseLimits);
 	// Stop waits for them.
 	releases sync.WaitGroup
@@ -162,6 +167,7 @@ func New(nc *nats.Conn, js jetstream.JetStream, assets *topology.Assets, cfg Con
 	s.queues = newQueueCache(s.store, s.log, s.now)
 	s.stats = newStatsAgg()
 	s.records = newRecordCache(cfg.RecordCache)
+	s.notify = newReadyNotify()
 	s.limits = kvlimits.New(assets.Limits)
 	s.promoter = newPromoter(s)
 	s.bp = newBackpressure()

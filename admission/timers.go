@@ -101,6 +101,7 @@ func (s *Service) due(ctx context.Context, ref jobstore.MsgRef) error {
 		return err
 	}
 	s.stats.move(nj.Queue, nj.Priority, old.State, nj.State)
+	s.notify.ready(nj.Queue)
 	if old.State == ojs.StateScheduled {
 		s.events.PublishJob(EventJobEnqueued, nj, nil)
 	}
