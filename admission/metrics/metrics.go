@@ -205,11 +205,16 @@ func (m *Metrics) SetStateDepthFunc(f StateDepthFunc) {
 	if m == nil {
 		return
 	}
-	if f == nil {
-		m.depthFn.Store(nil)
+	setFunc(&m.depthFn, f, f == nil)
+}
+
+// setFunc stores the scrape function f in p, or clears p when f is nil.
+func setFunc[F any](p *atomic.Pointer[F], f F, isNil bool) {
+	if isNil {
+		p.Store(nil)
 		return
 	}
-	m.depthFn.Store(&f)
+	p.Store(&f)
 }
 
 func (m *Metrics) observeDepth(ctx context.Context, o metric.Observer) error {

@@ -56,14 +56,9 @@ func (m *Metrics) JobWaitedByPriority(ctx context.Context, queue string, priorit
 // SetPriorityDepthFunc makes ojs.queue.available_by_priority report f's
 // counts at every scrape; nil stops reporting.
 func (m *Metrics) SetPriorityDepthFunc(f PriorityDepthFunc) {
-	if m == nil {
-		return
+	if m != nil {
+		setFunc(&m.prioFn, f, f == nil)
 	}
-	if f == nil {
-		m.prioFn.Store(nil)
-		return
-	}
-	m.prioFn.Store(&f)
 }
 
 func (m *Metrics) observePriorities(ctx context.Context, o metric.Observer) error {

@@ -76,14 +76,9 @@ func (m *Metrics) RateLimitWaited(ctx context.Context, key string, d time.Durati
 // SetRateLimitFunc makes the active and waiting gauges report f's usage at
 // every scrape; nil stops reporting.
 func (m *Metrics) SetRateLimitFunc(f RateLimitFunc) {
-	if m == nil {
-		return
+	if m != nil {
+		setFunc(&m.rlFn, f, f == nil)
 	}
-	if f == nil {
-		m.rlFn.Store(nil)
-		return
-	}
-	m.rlFn.Store(&f)
 }
 
 func (m *Metrics) observeRateLimits(ctx context.Context, o metric.Observer) error {
