@@ -247,3 +247,29 @@ func TestEmptyFetchWokenByEnqueue(t *testing.T) {
 		t.Fatal("the waiting fetch was not woken by the enqueue")
 	}
 }
+
+// PRI-003, PRI-006: over 256 priority levels (0..255), jobs enqueued in
+// the reverse order come out lowest value first.
+func TestFetchOrderOver256Levels_PRI003(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := testCtx(t)
+	var batch []*ojs.Job
+	for p := 255; p >= 0; p-- {
+		batch = append(batch, mustParse(t, fmt.Sprintf(`{"type":"l.t","args":[%d],"queue":"levels","priority":%d}`, p, p)))
+	}
+	for i := 0; i < len(batch); i += 64 {
+		if _, err := b.svc.EnqueueBatch(ctx, batch[i:i+64]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for want := range 256 {
+		jobs, err := b.svc.Fetch(ctx, ojs.FetchRequest{Queues: []string{"levels"}, WorkerID: "w"})
+		if err != nil || len(jobs) != 1 {
+			t.Fatalf("fetch %d: %d jobs, %v", want, len(jobs), err)
+		}
+		if jobs[0].Priority != want {
+			t.Fatalf("fetch %d returned priority %d, want %d", want, jobs[0].Priority, want)
+		}
+	}
+}
