@@ -253,6 +253,15 @@ var goPath = goPathWith("bench-go", nil)
 // goPathWith is the Go path on queues named prefix-<run>, every job
 // carrying policy(i) as its rate_limit (policy nil: none).
 func goPathWith(prefix string, policy func(i int) string) pathFunc {
+	if policy == nil {
+		return goPathBody(prefix, jobBody)
+	}
+	return goPathBody(prefix, func(queue string, i int) []byte { return limitedBody(queue, i, policy(i)) })
+}
+
+// goPathBody is the Go path on queues named prefix-<run> with job i's
+// enqueue request body(queue, i).
+func goPathBody(prefix string, body func(queue string, i int) []byte) pathFunc {
 	return func(ctx context.Context, e *env, sh shape) (result, error) {
 		svc := e.srv.Service()
 		queue := fmt.Sprintf("%s-%d", prefix, nextRun())
@@ -263,11 +272,7 @@ func goPathWith(prefix string, policy func(i int) string) pathFunc {
 		for range sh.producers {
 			c.spawn(func() error {
 				for i, ok := src.claim(); ok; i, ok = src.claim() {
-					body := jobBody(queue, i)
-					if policy != nil {
-						body = limitedBody(queue, i, policy(i))
-					}
-					job, err := ojs.ParseJob(body)
+					job, err := ojs.ParseJob(body(queue, i))
 					if err != nil {
 						return fmt.Errorf("parse job %d: %w", i, err)
 					}

@@ -1,0 +1,108 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/jetgate/jetgate/admission/ojs"
+)
+
+// levelsBody spreads jobs over n priority levels (0..n-1).
+func levelsBody(n int) func(queue string, i int) []byte {
+	return func(queue string, i int) []byte {
+		b := jobBody(queue, i)
+		return append(b[:len(b)-1], fmt.Appendf(nil, `,"priority":%d}`, i%n)...)
+	}
+}
+
+// BenchmarkPriorityLevels runs the Go round trip with jobs spread over 1,
+// 10 and 256 priority levels and reports each one's jobs/s and the ratio
+// of 10 and 256 levels to 1 (the priority issue's target: >= 0.7 for 256).
+//
+//	go test -run '^$' -bench PriorityLevels -benchtime 1x -count 2 ./bench
+func BenchmarkPriorityLevels(b *testing.B) {
+	sh := defaultShape(*flagJobs)
+	e := setup(b, sh)
+	levels := []int{1, 10, 256}
+	elapsed := map[int]time.Duration{}
+	b.ResetTimer()
+	for range b.N {
+		for _, n := range levels {
+			ctx, cancel := context.WithTimeout(context.Background(), *flagTimeout)
+			r, err := goPathBody(fmt.Sprintf("bench-lv%d", n), levelsBody(n))(ctx, e, sh)
+			cancel()
+			if err != nil {
+				b.Fatalf("%d levels: %v", n, err)
+			}
+			b.Logf("%3d levels %8.0f jobs/s", n, float64(sh.jobs)/r.elapsed.Seconds())
+			elapsed[n] += r.elapsed
+		}
+	}
+	b.StopTimer()
+	rate := func(n int) float64 { return float64(sh.jobs*b.N) / elapsed[n].Seconds() }
+	for _, n := range levels {
+		b.ReportMetric(rate(n), fmt.Sprintf("levels_%d_jobs/s", n))
+		if n > 1 {
+			b.ReportMetric(rate(n)/rate(1), fmt.Sprintf("levels_%d_ratio", n))
+		}
+	}
+}
+
+// BenchmarkUrgentLatency queues -bench.backlog jobs at priority 4 (default
+// 100,000), then enqueues priority-0 jobs one at a time and measures, for
+// each, the time from its enqueue to the fetch that returns it (p50, p99).
+//
+//	go test -run '^$' -bench UrgentLatency -benchtime 1x ./bench
+func BenchmarkUrgentLatency(b *testing.B) {
+	const backlog, probes = 100_000, 200
+	sh := defaultShape(backlog)
+	e := setup(b, sh)
+	svc := e.srv.Service()
+	ctx, cancel := context.WithTimeout(context.Background(), *flagTimeout)
+	defer cancel()
+	queue := fmt.Sprintf("bench-urgent-%d", nextRun())
+	batch := make([]*ojs.Job, 0, 500)
+	for i := range backlog {
+		j, err := ojs.ParseJob(levelsBody(5)(queue, 4+5*i))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if batch = append(batch, j); len(batch) == cap(batch) {
+			if _, err := svc.EnqueueBatch(ctx, batch); err != nil {
+				b.Fatal(err)
+			}
+			batch = batch[:0]
+		}
+	}
+	b.ResetTimer()
+	var lat []float64
+	for range b.N {
+		for i := range probes {
+			j, err := ojs.ParseJob(levelsBody(1)(queue, i))
+			if err != nil {
+				b.Fatal(err)
+			}
+			start := time.Now()
+			if _, err := svc.Enqueue(ctx, j); err != nil {
+				b.Fatal(err)
+			}
+			got, err := svc.Fetch(ctx, ojs.FetchRequest{Queues: []string{queue}, WorkerID: "urgent"})
+			if err != nil || len(got) != 1 || got[0].Priority != 0 {
+				b.Fatalf("fetch: %v, %v; want the priority-0 job", got, err)
+			}
+			lat = append(lat, float64(time.Since(start))/float64(time.Millisecond))
+			if _, err := svc.Ack(ctx, ojs.AckRequest{JobID: got[0].ID}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	q := func(p float64) float64 { return lat[int(math.Ceil(p*float64(len(lat))))-1] }
+	b.ReportMetric(q(0.5), "p50_ms")
+	b.ReportMetric(q(0.99), "p99_ms")
+}
