@@ -56,24 +56,15 @@ func (s *Service) SetQueueBackpressure(ctx context.Context, name string, bp *ojs
 	if err := s.applyQueueBound(ctx, name, effective); err != nil {
 		return nil, err
 	}
-	for range maxCASRetries {
-		q, err := s.store.CreateQueue(ctx, ojs.QueueInfo{Name: name, Status: ojs.QueueActive, CreatedAt: ojs.NewTime(s.now())})
-		if err != nil {
-			return nil, err
-		}
+	if _, _, err := s.updateQueue(ctx, name, func(q *jobstore.QueueRecord) bool {
 		q.Backpressure = bp
-		if err := s.store.UpdateQueue(ctx, q); err != nil {
-			if errors.Is(err, jobstore.ErrConflict) {
-				continue
-			}
-			return nil, err
-		}
-		s.queues.put(q)
-		s.log.Info("queue backpressure set", "queue", name, "max_depth", effective.MaxDepth,
-			"max_size_bytes", effective.MaxSizeBytes, "strategy", effective.Strategy)
-		return s.queueConfig(name), nil
+		return true
+	}); err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("%w: queue %s kept changing", ojs.ErrConflict, name)
+	s.log.Info("queue backpressure set", "queue", name, "max_depth", effective.MaxDepth,
+		"max_size_bytes", effective.MaxSizeBytes, "strategy", effective.Strategy)
+	return s.queueConfig(name), nil
 }
 
 // applyQueueBound brings the queue's depth stream to cfg: created when

@@ -169,20 +169,36 @@ func (s *Service) ResumeQueue(ctx context.Context, name string) (*ojs.QueueInfo,
 }
 
 func (s *Service) setQueueStatus(ctx context.Context, name, status string) (*ojs.QueueInfo, bool, error) {
-	for range maxCASRetries {
-		q, err := s.store.CreateQueue(ctx, ojs.QueueInfo{Name: name, Status: ojs.QueueActive, CreatedAt: ojs.NewTime(s.now())})
-		if err != nil {
-			return nil, false, err
-		}
+	q, changed, err := s.updateQueue(ctx, name, func(q *jobstore.QueueRecord) bool {
 		if q.Status == status {
-			s.queues.put(q)
-			return &q.QueueInfo, false, nil
+			return false
 		}
 		q.Status = status
 		if status == ojs.QueuePaused {
 			q.PausedAt = ojs.NewTime(s.now())
 		} else {
 			q.ResumedAt = ojs.NewTime(s.now())
+		}
+		return true
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return &q.QueueInfo, changed, nil
+}
+
+// updateQueue changes a queue's record with fn, creating the queue first
+// if it does not exist, as one compare-and-swap (retried on conflict); fn
+// reports whether it changed anything. The cache is updated either way.
+func (s *Service) updateQueue(ctx context.Context, name string, fn func(*jobstore.QueueRecord) bool) (*jobstore.QueueRecord, bool, error) {
+	for range maxCASRetries {
+		q, err := s.store.CreateQueue(ctx, ojs.QueueInfo{Name: name, Status: ojs.QueueActive, CreatedAt: ojs.NewTime(s.now())})
+		if err != nil {
+			return nil, false, err
+		}
+		if !fn(q) {
+			s.queues.put(q)
+			return q, false, nil
 		}
 		if err := s.store.UpdateQueue(ctx, q); err != nil {
 			if errors.Is(err, jobstore.ErrConflict) {
@@ -191,7 +207,7 @@ func (s *Service) setQueueStatus(ctx context.Context, name, status string) (*ojs
 			return nil, false, err
 		}
 		s.queues.put(q)
-		return &q.QueueInfo, true, nil
+		return q, true, nil
 	}
 	return nil, false, fmt.Errorf("%w: queue %s kept changing", ojs.ErrConflict, name)
 }

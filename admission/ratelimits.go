@@ -2,8 +2,6 @@ package admission
 
 import (
 	"context"
-	"errors"
-	"fmt"
 
 	"github.com/jetgate/jetgate/admission/ojs"
 	"github.com/jetgate/jetgate/jetstream/jobstore"
@@ -171,26 +169,14 @@ func (s *Service) SetQueueRateLimit(ctx context.Context, queue string, l *ojs.Li
 	if l != nil && l.Empty() {
 		return nil, &ojs.ValidationError{Field: "concurrency", Rule: "present: a queue rate limit sets at least one of concurrency, rate, throttle"}
 	}
-	var info *ojs.QueueInfo
-	for range maxCASRetries {
-		q, err := s.store.CreateQueue(ctx, ojs.QueueInfo{Name: queue, Status: ojs.QueueActive, CreatedAt: ojs.NewTime(s.now())})
-		if err != nil {
-			return nil, err
-		}
+	q, _, err := s.updateQueue(ctx, queue, func(q *jobstore.QueueRecord) bool {
 		q.RateLimit = l
-		if err := s.store.UpdateQueue(ctx, q); err != nil {
-			if errors.Is(err, jobstore.ErrConflict) {
-				continue
-			}
-			return nil, err
-		}
-		s.queues.put(q)
-		info = &q.QueueInfo
-		break
+		return true
+	})
+	if err != nil {
+		return nil, err
 	}
-	if info == nil {
-		return nil, fmt.Errorf("%w: queue %s kept changing", ojs.ErrConflict, queue)
-	}
+	info := &q.QueueInfo
 	e := kvlimits.QueueEntry(queue)
 	policy := ojs.Limits{}
 	if l != nil {
