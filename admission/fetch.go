@@ -342,7 +342,7 @@ func (s *Service) claim(ctx context.Context, msg jetstream.Msg, req ojs.FetchReq
 		_ = msg.Ack()
 		return nil, nil
 	case errors.Is(err, errEarly):
-		s.early(msg)
+		s.orphan(msg)
 		return nil, nil
 	case errors.Is(err, errLimited):
 		if err := s.onLimited(ctx, msg, old, refusal); err != nil {
@@ -395,14 +395,10 @@ func (s *Service) activate(j *ojs.Job, req ojs.FetchRequest, now time.Time) *ojs
 }
 
 // errEarly marks a ready message met before the record change it was
-// published for.
+// published for. It is put back like an orphan (growing delays), and a
+// transition that never lands (its process died between the message and
+// the write) leaves it to be dropped after them.
 var errEarly = errors.New("ready message ahead of its record")
-
-// early puts back a ready message whose transition is still writing the
-// record, with the growing delays of orphan; a transition that never
-// lands (its process died between the message and the write) leaves the
-// message to be dropped after them.
-func (s *Service) early(msg jetstream.Msg) { s.orphan(msg) }
 
 // orphan puts back a ready message whose record does not exist yet, with
 // a growing delay (50 ms, 100 ms, ... 800 ms), and drops it after that: an

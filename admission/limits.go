@@ -276,7 +276,7 @@ func (s *Service) onLimited(ctx context.Context, msg jetstream.Msg, j *ojs.Job, 
 			return err
 		}
 		_ = msg.Ack()
-		s.promoter.parked(r.entry, d)
+		s.promoter.kick(r.entry) // arms its timers
 	}
 	return nil
 }

@@ -117,12 +117,6 @@ func (p *promoter) takeReclaims(e kvlimits.Entry) []kvlimits.Lease {
 	return ls
 }
 
-// parked notes a job parked on an entry refused by d, so the entry is
-// looked at when d may allow a start.
-func (p *promoter) parked(e kvlimits.Entry, d *kvlimits.Denial) {
-	p.kick(e)
-}
-
 func (p *promoter) next() (kvlimits.Entry, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()

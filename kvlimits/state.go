@@ -328,17 +328,17 @@ func (s *State) Release(jobID, token string) bool {
 	return true
 }
 
-// Promotable is how many waiters may be released now (at most max), and
+// Promotable is how many waiters may be released now (at most limit), and
 // when more may be (zero: when a running job finishes, or never). It
 // looks at capacity only: whether there are waiters is for the wait
 // subjects to tell, the Waiting hint may be behind.
-func (s *State) Promotable(now time.Time, max int) (int, time.Time) {
+func (s *State) Promotable(now time.Time, limit int) (int, time.Time) {
 	s.expire(now)
 	if s.Until != nil && now.Before(s.Until.Time) {
 		return 0, s.Until.Time
 	}
 	l := s.Effective(now)
-	n := max
+	n := limit
 	var next time.Time
 	if c := l.Concurrency; c != nil {
 		n = min(n, *c-len(s.Active)-len(s.Promised))
@@ -370,18 +370,11 @@ func (s *State) Promotable(now time.Time, max int) (int, time.Time) {
 			n = min(n, 1)
 		}
 	}
-	n = maxInt(n, 0)
+	n = max(n, 0)
 	if o := s.Override; o != nil && o.ExpiresAt != nil && n == 0 && now.Before(o.ExpiresAt.Time) {
 		next = earlier(next, o.ExpiresAt.Time)
 	}
 	return n, next
-}
-
-func maxInt(a, b int) int {
-	if a > b {
-		return a
-	}
-	return b
 }
 
 // Revision is the entry revision the state was read at (0: new entry).

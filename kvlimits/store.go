@@ -168,7 +168,7 @@ func (s *Store) run(ctx context.Context, en *entry) {
 const maxConflicts = 64
 
 func (s *Store) write(ctx context.Context, en *entry, batch []*change) error {
-	ctx, cancel := context.WithTimeout(ctx, jobstoreTimeout)
+	ctx, cancel := context.WithTimeout(ctx, writeTimeout)
 	defer cancel()
 	for range maxConflicts {
 		fresh := false
@@ -223,8 +223,8 @@ func (s *Store) write(ctx context.Context, en *entry, batch []*change) error {
 	return fmt.Errorf("write limit %s: %w", en.e, ojs.ErrConflict)
 }
 
-// jobstoreTimeout bounds one write of an entry, retries included.
-const jobstoreTimeout = 10 * time.Second
+// writeTimeout bounds one write of an entry, retries included.
+const writeTimeout = 10 * time.Second
 
 // read returns an entry's state and revision; a missing entry is an empty
 // State at revision 0.
