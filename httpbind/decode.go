@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/jetgate/jetgate/admission/ojs"
 )
@@ -203,4 +205,15 @@ func dedupe(list []string) []string {
 		}
 	}
 	return out
+}
+
+// onlyFields refuses a field of o not in names, naming it: closed bodies
+// turn a typo into a 400 instead of a setting silently not applied.
+func onlyFields(o object, names ...string) error {
+	for k := range o {
+		if !slices.Contains(names, k) {
+			return invalid(k, "one of "+strings.Join(names, ", "), "an unknown field")
+		}
+	}
+	return nil
 }

@@ -54,11 +54,9 @@ func (s *server) patchJob(w http.ResponseWriter, r *http.Request, pb PriorityBac
 		s.writeError(w, r, err)
 		return
 	}
-	for k := range o {
-		if k != "priority" {
-			s.writeError(w, r, invalid(k, "absent: only priority can be changed", "a value"))
-			return
-		}
+	if err := onlyFields(o, "priority"); err != nil {
+		s.writeError(w, r, err) // only the priority can be changed
+		return
 	}
 	raw, ok := o.get("priority")
 	if !ok {

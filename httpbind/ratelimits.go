@@ -153,12 +153,8 @@ func decodeOverride(r *http.Request) (ojs.RateLimitOverride, error) {
 	if err != nil {
 		return ov, err
 	}
-	for k := range o {
-		switch k {
-		case "concurrency", "rate", "throttle", "expires_at":
-		default:
-			return ov, invalid(k, "one of concurrency, rate, throttle, expires_at", "an unknown field")
-		}
+	if err := onlyFields(o, "concurrency", "rate", "throttle", "expires_at"); err != nil {
+		return ov, err
 	}
 	if ov.Limits, err = ojs.ParseLimits(body, ""); err != nil {
 		return ov, err
@@ -225,13 +221,9 @@ func (h rateLimitHandlers) setQueue(w http.ResponseWriter, r *http.Request) {
 		h.s.writeError(w, r, err)
 		return
 	}
-	for k := range o {
-		switch k {
-		case "concurrency", "rate", "throttle":
-		default:
-			h.s.writeError(w, r, invalid(k, "one of concurrency, rate, throttle", "an unknown field"))
-			return
-		}
+	if err := onlyFields(o, "concurrency", "rate", "throttle"); err != nil {
+		h.s.writeError(w, r, err)
+		return
 	}
 	l, err := ojs.ParseLimits(body, "")
 	if err != nil {
