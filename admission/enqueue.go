@@ -87,8 +87,12 @@ func (s *Service) initial(job *ojs.Job) *ojs.Job {
 	return j
 }
 
-// publishInitial publishes what a new job's first state relies on.
+// publishInitial publishes what a new job's first state relies on: its
+// ready message or due timer, and its expire timer if it has deadlines.
 func (s *Service) publishInitial(ctx context.Context, j *ojs.Job) error {
+	if err := s.armExpiry(ctx, j); err != nil {
+		return err
+	}
 	switch j.State {
 	case ojs.StateAvailable:
 		return s.store.PublishReady(ctx, j)
@@ -151,6 +155,9 @@ func (s *Service) publishInitialBatch(ctx context.Context, jobs []*ojs.Job) erro
 	var ready []*ojs.Job
 	for _, j := range jobs {
 		if j.State == ojs.StateAvailable {
+			if err := s.armExpiry(ctx, j); err != nil {
+				return err
+			}
 			ready = append(ready, j)
 			continue
 		}

@@ -276,8 +276,9 @@ func (s *Service) claim(ctx context.Context, msg jetstream.Msg, req ojs.FetchReq
 			return nil, nil, errRedelivered
 		case j.State != ojs.StateAvailable || j.Internal.Token != ref.Token:
 			return nil, nil, staleOrEarly(j, ref)
-		case j.ExpiresAt != nil && !s.now().Before(j.ExpiresAt.Time):
-			return s.expired(j)
+		}
+		if d, ok := s.expiry(j, s.now()); ok {
+			return s.expire(j, d)
 		}
 		nj := s.activate(j, req, s.now())
 		checks := s.limitChecks(j)
@@ -288,7 +289,8 @@ func (s *Service) claim(ctx context.Context, msg jetstream.Msg, req ojs.FetchReq
 			nj.Internal.HeldAck, nj.Internal.HeldToken = msg.Reply(), ref.Token
 		} else {
 			leaseTimer = func(ctx context.Context, nj *ojs.Job) error {
-				return s.store.SetJobTimer(ctx, topology.TimerLease, nj, nj.Internal.LeaseUntil.Time)
+				at, kv := s.firstLease(nj)
+				return s.store.SetJobTimer(ctx, topology.TimerLease, nj, at, kv...)
 			}
 		}
 		if len(checks) == 0 {
@@ -354,10 +356,7 @@ func (s *Service) claim(ctx context.Context, msg jetstream.Msg, req ojs.FetchReq
 		return nil, err
 	case nj.State == ojs.StateDiscarded:
 		_ = msg.Ack()
-		s.stats.move(nj.Queue, nj.Priority, old.State, nj.State)
-		s.met.JobExpired(ctx, nj.Queue, nj.Type)
-		s.releaseDepth(nj)
-		s.events.PublishJob(EventJobExpired, nj, nil)
+		s.expired(ctx, old, nj)
 		return nil, nil
 	}
 	if deferral > 0 {
@@ -384,12 +383,17 @@ func (s *Service) activate(j *ojs.Job, req ojs.FetchRequest, now time.Time) *ojs
 	nj.StartedAt = ojs.NewTime(now)
 	nj.CompletedAt = nil
 	nj.WorkerID = req.WorkerID
-	vis := req.VisibilityTimeout
-	if vis <= 0 {
-		vis = j.VisibilityTimeout(s.cfg.DefaultVisibilityTimeout)
+	beat := req.VisibilityTimeout
+	if beat <= 0 {
+		beat = j.HeartbeatTimeoutOr(s.cfg.DefaultHeartbeatTimeout)
 	}
 	nj.Internal.Token = jobstore.NewToken()
-	nj.Internal.LeaseUntil = ojs.NewTime(now.Add(vis))
+	nj.Internal.BeatMs = max(beat.Milliseconds(), 1)
+	// A new attempt starts without progress (ojs-progress.md 5.3); the
+	// last checkpoint stays for it to resume from.
+	nj.Progress, nj.ProgressData, nj.ProgressUpdatedAt = nil, nil, nil
+	at, _ := s.attemptOf(nj).next(now, beat, now)
+	nj.Internal.LeaseUntil = ojs.NewTime(at)
 	clearHeld(nj)
 	return nj
 }
@@ -413,20 +417,6 @@ func (s *Service) orphan(msg jetstream.Msg) {
 	_ = msg.TermWithReason("job record does not exist")
 }
 
-// expired computes the discarded record of a job whose expires_at passed
-// before it could start; the dead letter index entry goes first.
-func (s *Service) expired(j *ojs.Job) (*ojs.Job, func(context.Context, *ojs.Job) error, error) {
-	now := s.now()
-	nj := j.Clone()
-	nj.State = ojs.StateDiscarded
-	nj.DiscardedAt = ojs.NewTime(now)
-	nj.Error = &ojs.JobError{Code: "expired", Type: "expired", Message: "job expired at " + j.ExpiresAt.String() + " before it could start", At: ojs.NewTime(now)}
-	nj.Internal.Token = jobstore.NewToken()
-	return nj, func(ctx context.Context, nj *ojs.Job) error {
-		return s.store.PutDead(ctx, jobstore.DeadEntry{JobID: nj.ID, Queue: nj.Queue, DiscardedAt: nj.DiscardedAt})
-	}, nil
-}
-
 // recordStart records a claim in the stats, metrics and events.
 func (s *Service) recordStart(ctx context.Context, j, nj *ojs.Job, now time.Time) {
 	var wait time.Duration
@@ -441,6 +431,10 @@ func (s *Service) recordStart(ctx context.Context, j, nj *ojs.Job, now time.Time
 	s.met.JobStarted(ctx, nj.Queue, nj.Type, nj.Attempt, wait)
 	if nj.Attempt <= 1 {
 		s.met.JobWaitedByPriority(ctx, nj.Queue, nj.Priority, wait)
+		if j.CreatedAt != nil {
+			s.met.JobEnqueueWait(ctx, nj.Queue, now.Sub(j.CreatedAt.Time))
+		}
 	}
+	s.beats.start(nj, now)
 	s.events.PublishJob(EventJobStarted, nj, nil)
 }

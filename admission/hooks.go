@@ -36,6 +36,13 @@ type Recorder interface {
 	// JobWaitedByPriority records a first start's wait by priority
 	// (ojs.job.wait_duration_by_priority).
 	JobWaitedByPriority(ctx context.Context, queue string, priority int, wait time.Duration)
+	// Timeouts (ojs-timeouts.md 11.2): a timeout of kind
+	// (ojs.job.timeout.count), how long an attempt ran and how it ended
+	// (ojs.job.execution.duration), and a first start's time since
+	// creation (ojs.job.enqueue.wait_time).
+	JobTimedOut(ctx context.Context, queue, jobType, kind string)
+	JobExecuted(ctx context.Context, queue, jobType, outcome string, d time.Duration)
+	JobEnqueueWait(ctx context.Context, queue string, wait time.Duration)
 }
 
 // Event types of ojs-events.md section 3 that admission emits.
@@ -49,8 +56,11 @@ const (
 	EventJobDiscarded = "job.discarded"
 	EventJobCancelled = "job.cancelled"
 	EventJobExpired   = "job.expired"
-	EventQueuePaused  = "queue.paused"
-	EventQueueResumed = "queue.resumed"
+	// Progress events (ojs-progress.md 11.1, ojs-events.md job.progress).
+	EventJobProgress     = "job.progress"
+	EventProgressStalled = "progress.stalled"
+	EventQueuePaused     = "queue.paused"
+	EventQueueResumed    = "queue.resumed"
 
 	// Rate limiting events (ojs-rate-limiting.md 11.1).
 	EventRateLimitExceeded = "rate_limit.exceeded"
@@ -70,14 +80,17 @@ func (noEvents) Recent(context.Context, ojs.EventQuery) ([]ojs.Event, error) {
 
 type noMetrics struct{}
 
-func (noMetrics) JobEnqueued(context.Context, string, string)                     {}
-func (noMetrics) JobStarted(context.Context, string, string, int, time.Duration)  {}
-func (noMetrics) JobCompleted(context.Context, string, string, time.Duration)     {}
-func (noMetrics) JobFailed(context.Context, string, string, time.Duration)        {}
-func (noMetrics) JobDiscarded(context.Context, string, string, time.Duration)     {}
-func (noMetrics) JobCancelled(context.Context, string, string, time.Duration)     {}
-func (noMetrics) JobExpired(context.Context, string, string)                      {}
-func (noMetrics) RateLimitExceeded(context.Context, string, string)               {}
-func (noMetrics) RateLimitWaited(context.Context, string, time.Duration)          {}
-func (noMetrics) PriorityChanged(context.Context, string)                         {}
-func (noMetrics) JobWaitedByPriority(context.Context, string, int, time.Duration) {}
+func (noMetrics) JobEnqueued(context.Context, string, string)                        {}
+func (noMetrics) JobStarted(context.Context, string, string, int, time.Duration)     {}
+func (noMetrics) JobCompleted(context.Context, string, string, time.Duration)        {}
+func (noMetrics) JobFailed(context.Context, string, string, time.Duration)           {}
+func (noMetrics) JobDiscarded(context.Context, string, string, time.Duration)        {}
+func (noMetrics) JobCancelled(context.Context, string, string, time.Duration)        {}
+func (noMetrics) JobExpired(context.Context, string, string)                         {}
+func (noMetrics) RateLimitExceeded(context.Context, string, string)                  {}
+func (noMetrics) RateLimitWaited(context.Context, string, time.Duration)             {}
+func (noMetrics) PriorityChanged(context.Context, string)                            {}
+func (noMetrics) JobWaitedByPriority(context.Context, string, int, time.Duration)    {}
+func (noMetrics) JobTimedOut(context.Context, string, string, string)                {}
+func (noMetrics) JobExecuted(context.Context, string, string, string, time.Duration) {}
+func (noMetrics) JobEnqueueWait(context.Context, string, time.Duration)              {}

@@ -13,8 +13,9 @@ import (
 
 // Leases of active jobs.
 //
-// An active job's visibility timeout is a lease timer in JetStream (a
-// message schedule on ojs.timer.lease.<job>). Most jobs finish in far less
+// An active job's deadlines (heartbeat, execution timeout, grace period;
+// timeouts.go) are a lease timer in JetStream (a message schedule on
+// ojs.timer.lease.<job>). Most jobs finish in far less
 // than their visibility timeout, so writing that timer at claim time and
 // cancelling it at ack costs two writes for nothing. Instead, a claim keeps
 // the ready message it was claimed from unacknowledged: JetStream redelivers
@@ -122,8 +123,9 @@ func (s *Service) secureLease(ctx context.Context, id, token string) error {
 		}
 		return err
 	}
-	if j.State == ojs.StateActive && j.Internal.Token == token && j.Internal.LeaseUntil != nil {
-		if err := s.store.EnsureTimer(ctx, topology.TimerLease, id, token, j.Internal.LeaseUntil.Time); err != nil {
+	if j.State == ojs.StateActive && j.Internal.Token == token && j.StartedAt != nil {
+		at, kv := s.firstLease(j)
+		if err := s.store.EnsureTimer(ctx, topology.TimerLease, id, token, at, kv...); err != nil {
 			return err
 		}
 	}
@@ -154,8 +156,9 @@ func (s *Service) releaseLease(old *ojs.Job) {
 // claim, so its lease timer is written now (firing at once if the deadline
 // passed).
 func (s *Service) redelivered(ctx context.Context, j *ojs.Job, msg jetstream.Msg) error {
-	if j.Internal.LeaseUntil != nil {
-		if err := s.store.EnsureTimer(ctx, topology.TimerLease, j.ID, j.Internal.Token, j.Internal.LeaseUntil.Time); err != nil {
+	if j.StartedAt != nil {
+		at, kv := s.firstLease(j)
+		if err := s.store.EnsureTimer(ctx, topology.TimerLease, j.ID, j.Internal.Token, at, kv...); err != nil {
 			return err
 		}
 	}

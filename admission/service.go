@@ -28,9 +28,14 @@ func (systemClock) Now() time.Time { return time.Now() }
 
 // Config configures a Service.
 type Config struct {
-	// DefaultVisibilityTimeout reserves a fetched job when neither the
-	// fetch nor the job sets one (binding default 30 s).
-	DefaultVisibilityTimeout time.Duration
+	// DefaultTimeout is the execution timeout of jobs that set none
+	// (default 30 min, ojs-timeouts.md 5.1); DefaultGracePeriod their
+	// grace period (default 30 s; negative: none, 5.4);
+	// DefaultHeartbeatTimeout how long their worker may stay silent when
+	// neither the fetch nor the job says (default 60 s, 5.5).
+	DefaultTimeout          time.Duration
+	DefaultGracePeriod      time.Duration
+	DefaultHeartbeatTimeout time.Duration
 	// ClaimAckWait is the ready consumers' AckWait: how long a claimed
 	// ready message may stay unacknowledged before JetStream hands it out
 	// again. It bounds how long a claim may defer writing its lease timer
@@ -71,7 +76,9 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	c.DefaultVisibilityTimeout = cmp.Or(c.DefaultVisibilityTimeout, 30*time.Second)
+	c.DefaultTimeout = cmp.Or(c.DefaultTimeout, 30*time.Minute)
+	c.DefaultGracePeriod = cmp.Or(c.DefaultGracePeriod, 30*time.Second)
+	c.DefaultHeartbeatTimeout = cmp.Or(c.DefaultHeartbeatTimeout, time.Minute)
 	c.ClaimAckWait = cmp.Or(c.ClaimAckWait, 30*time.Second)
 	c.ConsumerIdle = cmp.Or(c.ConsumerIdle, time.Hour)
 	c.MaxFetch = cmp.Or(c.MaxFetch, 100)
@@ -97,8 +104,11 @@ func (c Config) withDefaults() Config {
 }
 
 func (c Config) validate() error {
-	if c.DefaultVisibilityTimeout < time.Second {
-		return fmt.Errorf("admission: DefaultVisibilityTimeout %s is under 1s", c.DefaultVisibilityTimeout)
+	if c.DefaultHeartbeatTimeout < time.Second {
+		return fmt.Errorf("admission: DefaultHeartbeatTimeout %s is under 1s", c.DefaultHeartbeatTimeout)
+	}
+	if c.DefaultTimeout < time.Second {
+		return fmt.Errorf("admission: DefaultTimeout %s is under 1s", c.DefaultTimeout)
 	}
 	if c.MaxFetch < 1 {
 		return fmt.Errorf("admission: MaxFetch must be >= 1")
@@ -127,6 +137,7 @@ type Service struct {
 	stats    *statsAgg
 	records  *recordCache
 	leases   deferredLeases
+	beats    beatBook
 	limits   *kvlimits.Store
 	promoter *promoter
 	notify   *readyNotify

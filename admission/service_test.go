@@ -587,7 +587,7 @@ func TestDeferredLeaseIsWrittenAndStalls(t *testing.T) {
 	_, js := natstest.Connect(t, s)
 	// Deferral is 2 s and the job stalls at 6 s: a 4 s window to see the
 	// lease timer written.
-	b := setupCfg(t, js, admission.Config{DefaultVisibilityTimeout: 6 * time.Second, ClaimAckWait: 6 * time.Second})
+	b := setupCfg(t, js, admission.Config{DefaultHeartbeatTimeout: 6 * time.Second, ClaimAckWait: 6 * time.Second})
 	j := enqueue(t, b, `{"type":"t.a","args":[],"options":{"retry":{"max_attempts":3,"initial_interval_ms":100,"jitter":false}}}`)
 	got := fetch1(t, b, "default")
 	if got == nil || got.Internal.HeldAck == "" {
@@ -612,7 +612,7 @@ func TestDeferredLeaseIsWrittenAndStalls(t *testing.T) {
 func TestLeaseSurvivesClaimingProcess(t *testing.T) {
 	t.Parallel()
 	s := natstest.RunServer(t)
-	cfg := admission.Config{DefaultVisibilityTimeout: 3 * time.Second, ClaimAckWait: 3 * time.Second}
+	cfg := admission.Config{DefaultHeartbeatTimeout: 3 * time.Second, ClaimAckWait: 3 * time.Second}
 	_, js1 := natstest.Connect(t, s)
 	a := setupCfg(t, js1, cfg)
 	_, js2 := natstest.Connect(t, s)

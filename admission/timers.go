@@ -20,7 +20,7 @@ import (
 func (s *Service) startTimers(ctx context.Context) (jetstream.ConsumeContext, error) {
 	cons, err := s.assets.Timers.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
 		Durable:       topology.TimerConsumer,
-		Description:   "jetgate fired timers: scheduled jobs, retry backoff, visibility timeouts",
+		Description:   "jetgate fired timers: scheduled jobs, retry backoff, heartbeat and execution timeouts, expiry",
 		FilterSubject: topology.TimerFiredSubjects,
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       30 * time.Second,
@@ -51,7 +51,9 @@ func (s *Service) onTimer(msg jetstream.Msg) {
 	case topology.TimerDue:
 		err = s.due(ctx, ref)
 	case topology.TimerLease:
-		err = s.leaseExpired(ctx, ref)
+		err = s.leaseFired(ctx, ref, msg.Headers())
+	case topology.TimerExpire:
+		err = s.expireFired(ctx, ref.JobID)
 	case topology.TimerLimit:
 		err = s.onLimitTimer(ctx, ref.JobID)
 	default:
@@ -105,35 +107,6 @@ func (s *Service) due(ctx context.Context, ref jobstore.MsgRef) error {
 	if old.State == ojs.StateScheduled {
 		s.events.PublishJob(EventJobEnqueued, nj, nil)
 	}
-	return nil
-}
-
-// leaseExpired handles an active job whose worker went silent: the attempt
-// counts, and the job is retried or discarded with error type "stalled"
-// (spec decision 6).
-func (s *Service) leaseExpired(ctx context.Context, ref jobstore.MsgRef) error {
-	nj, old, err := s.transition(ctx, ref.JobID, func(j *ojs.Job) (*ojs.Job, func(context.Context, *ojs.Job) error, error) {
-		if j.State != ojs.StateActive || j.Internal.Token != ref.Token {
-			return nil, nil, staleOrEarly(j, ref)
-		}
-		retryable := true
-		nj, pre := s.failed(j, ojs.JobError{
-			Code:      "stalled",
-			Type:      "stalled",
-			Message:   "visibility timeout expired without ack, nack or heartbeat from worker " + quoteOr(j.WorkerID, "(unknown)"),
-			Retryable: &retryable,
-		})
-		return nj, pre, nil
-	})
-	if err != nil {
-		return err
-	}
-	s.leases.cancel(old.ID)
-	s.store.AckHeld(old.Internal.HeldAck)
-	s.releaseLimits(ctx, old)
-	s.releaseDepth(nj)
-	s.log.Info("job stalled", "job", nj.ID, "queue", nj.Queue, "state", nj.State)
-	s.afterFailure(ctx, nj)
 	return nil
 }
 

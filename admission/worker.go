@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/jetgate/jetgate/admission/ojs"
@@ -14,13 +15,17 @@ import (
 // stalled, cancelled) is a StateError: 409 for the worker.
 func (s *Service) Ack(ctx context.Context, req ojs.AckRequest) (*ojs.AckResult, error) {
 	nj, old, err := s.transition(ctx, req.JobID, func(j *ojs.Job) (*ojs.Job, func(context.Context, *ojs.Job) error, error) {
-		if j.State != ojs.StateActive {
-			return nil, nil, &ojs.StateError{JobID: j.ID, Current: j.State, Expected: ojs.StateActive, Op: "acknowledge"}
+		if !answers(j, req.Attempt, req.WorkerID) {
+			return nil, nil, lateResult(j, "acknowledge", req.Attempt, req.WorkerID)
 		}
 		now := s.now()
 		nj := j.Clone()
 		nj.State = ojs.StateCompleted
 		nj.CompletedAt = ojs.NewTime(now)
+		if nj.Progress != nil {
+			one := 1.0 // PRG-005: a completed job is done
+			nj.Progress, nj.ProgressUpdatedAt = &one, ojs.NewTime(now)
+		}
 		if len(req.Result) > 0 && string(req.Result) != "null" {
 			nj.Result = json.RawMessage(req.Result)
 		}
@@ -36,6 +41,7 @@ func (s *Service) Ack(ctx context.Context, req ojs.AckRequest) (*ojs.AckResult, 
 	s.releaseLease(old)
 	s.releaseLimits(ctx, old)
 	s.releaseDepth(nj)
+	s.beats.done(old.ID)
 	var d time.Duration
 	if nj.StartedAt != nil {
 		d = nj.CompletedAt.Sub(nj.StartedAt.Time)
@@ -46,6 +52,7 @@ func (s *Service) Ack(ctx context.Context, req ojs.AckRequest) (*ojs.AckResult, 
 		smp.DurationMs += d.Milliseconds()
 	})
 	s.met.JobCompleted(ctx, nj.Queue, nj.Type, d)
+	s.met.JobExecuted(ctx, nj.Queue, nj.Type, "completed", d)
 	s.events.PublishJob(EventJobCompleted, nj, nil)
 	return &ojs.AckResult{JobID: nj.ID, State: nj.State, CompletedAt: nj.CompletedAt}, nil
 }
@@ -55,8 +62,8 @@ func (s *Service) Ack(ctx context.Context, req ojs.AckRequest) (*ojs.AckResult, 
 // retryable.
 func (s *Service) Nack(ctx context.Context, req ojs.NackRequest) (*ojs.NackResult, error) {
 	nj, old, err := s.transition(ctx, req.JobID, func(j *ojs.Job) (*ojs.Job, func(context.Context, *ojs.Job) error, error) {
-		if j.State != ojs.StateActive {
-			return nil, nil, &ojs.StateError{JobID: j.ID, Current: j.State, Expected: ojs.StateActive, Op: "fail"}
+		if !answers(j, req.Attempt, req.WorkerID) {
+			return nil, nil, lateResult(j, "fail", req.Attempt, req.WorkerID)
 		}
 		nj, pre := s.failed(j, req.Error)
 		return nj, pre, nil
@@ -68,6 +75,8 @@ func (s *Service) Nack(ctx context.Context, req ojs.NackRequest) (*ojs.NackResul
 	s.releaseLimits(ctx, old)
 	s.holdKey(ctx, old, req.Error)
 	s.releaseDepth(nj)
+	s.beats.done(old.ID)
+	s.met.JobExecuted(ctx, nj.Queue, nj.Type, "failed", runTime(old))
 	s.afterFailure(ctx, nj)
 	res := &ojs.NackResult{JobID: nj.ID, State: nj.State, Attempt: nj.Attempt, MaxAttempts: nj.MaxAttempts}
 	if nj.State == ojs.StateRetryable {
@@ -101,8 +110,23 @@ func (s *Service) failed(j *ojs.Job, e ojs.JobError) (*ojs.Job, func(context.Con
 	nj.Internal.Limits = nil
 	clearHeld(nj)
 	retry := (e.Retryable == nil || *e.Retryable) && !policy.NonRetryable(e.Kind()) && j.Attempt < maxAttempts
+	next := now.Add(policy.Delay(j.Attempt))
+	if end, ok := j.TotalDeadline(); retry && ok {
+		// ojs-timeouts.md 9.1: a retry that cannot finish before the total
+		// timeout is not scheduled; the total timeout wins over
+		// max_attempts.
+		if exec := j.ExecutionTimeout(s.cfg.DefaultTimeout); next.Add(exec).After(end) {
+			limit := time.Duration(j.TotalTimeoutMs) * time.Millisecond
+			te := timeoutError(errTotalTimeout, kindTotal, fmt.Sprintf(
+				"Job exceeded its total timeout of %s: a retry at %s with timeout %s could not finish by %s",
+				fmtSeconds(limit), next.UTC().Format(time.RFC3339), fmtSeconds(exec), end.UTC().Format(time.RFC3339)),
+				limit, now.Sub(j.CreatedAt.Time))
+			te.At = e.At
+			nj.Error = &te
+			retry = false
+		}
+	}
 	if retry {
-		next := now.Add(policy.Delay(j.Attempt))
 		nj.State = ojs.StateRetryable
 		nj.NextAttemptAt = ojs.NewTime(next)
 		return nj, func(ctx context.Context, nj *ojs.Job) error {
@@ -129,8 +153,35 @@ func (s *Service) afterFailure(ctx context.Context, nj *ojs.Job) {
 		s.events.PublishJob(EventJobRetrying, nj, nil)
 		return
 	}
+	if nj.Error != nil && nj.Error.TimeoutKind == kindTotal {
+		s.timedOut(ctx, nj, *nj.Error, 0)
+	}
 	s.met.JobDiscarded(ctx, nj.Queue, nj.Type, d)
 	s.events.PublishJob(EventJobDiscarded, nj, nil)
+}
+
+// answers reports whether a result for attempt (0: unsaid) from workerID
+// ("": unsaid) answers active job j's current attempt.
+func answers(j *ojs.Job, attempt int, workerID string) bool {
+	return j.State == ojs.StateActive && (attempt <= 0 || attempt == j.Attempt) &&
+		(workerID == "" || j.WorkerID == "" || workerID == j.WorkerID)
+}
+
+// lateResult is the 409 of an ack or nack (op) for job j that is not the
+// active attempt it answers: the server timed the attempt out, or it was
+// cancelled, or another attempt runs now. Nothing changes.
+func lateResult(j *ojs.Job, op string, attempt int, workerID string) error {
+	err := &ojs.StateError{JobID: j.ID, Current: j.State, Expected: ojs.StateActive, Op: op}
+	switch {
+	case j.State == ojs.StateActive && attempt > 0 && attempt != j.Attempt:
+		err.Reason = fmt.Sprintf("the result is for attempt %d, but attempt %d is running now", attempt, j.Attempt)
+	case j.State == ojs.StateActive:
+		err.Reason = fmt.Sprintf("the job is held by worker '%s', not '%s'", j.WorkerID, workerID)
+	case j.Error != nil && j.Error.TimeoutKind != "" && (j.State == ojs.StateRetryable || j.State == ojs.StateDiscarded):
+		err.Reason = fmt.Sprintf("the server ended attempt %d at %s (%s timeout: %s); the late result was not applied",
+			j.Error.Attempt, j.Error.At, j.Error.TimeoutKind, j.Error.Message)
+	}
+	return err
 }
 
 // runTime is how long the job's last attempt ran, until now.
@@ -141,42 +192,56 @@ func runTime(j *ojs.Job) time.Duration {
 	return time.Since(j.StartedAt.Time)
 }
 
-// Heartbeat extends the visibility timeout of the worker's active jobs and
-// answers the worker's directive. Jobs that are no longer active, or are
-// held by another worker, are left out of the extended list.
+// Heartbeat extends the heartbeat deadline of the worker's active jobs and
+// answers the worker's directive, with the jobs whose execution timeout
+// passed (the worker should cancel them within their grace period). Jobs
+// that are no longer active, or are held by another worker, are left out
+// of the extended list.
 func (s *Service) Heartbeat(ctx context.Context, req ojs.HeartbeatRequest) (*ojs.HeartbeatResult, error) {
-	res := &ojs.HeartbeatResult{State: ojs.WorkerRunning, Extended: []string{}, ServerTime: s.now()}
+	res := &ojs.HeartbeatResult{State: ojs.WorkerRunning, Extended: []string{}, Cancel: []string{}, ServerTime: s.now()}
 	for _, id := range req.JobIDs {
-		ok, err := s.extend(ctx, id, req)
+		ok, cancel, err := s.extend(ctx, id, req.WorkerID, req.VisibilityTimeout)
 		if err != nil {
 			return nil, err
 		}
 		if ok {
 			res.Extended = append(res.Extended, id)
 		}
+		if cancel {
+			res.Cancel = append(res.Cancel, id)
+		}
 	}
 	return res, nil
 }
 
-// extend pushes an active job's lease timer forward. The timer keeps the
-// token of the job's activation, so the record does not change.
-func (s *Service) extend(ctx context.Context, id string, req ojs.HeartbeatRequest) (bool, error) {
+// extend moves an active job's lease timer to its next deadline counted
+// from now: the heartbeat timeout (vis, or the attempt's), unless the
+// execution timeout or the end of the grace period comes first. The timer
+// keeps the token of the job's activation, so the record does not change.
+// cancel reports that the job's execution timeout passed.
+func (s *Service) extend(ctx context.Context, id, workerID string, vis time.Duration) (ok, cancel bool, err error) {
 	j, _, err := s.store.Get(ctx, id)
 	if err != nil {
 		if isNotFound(err) {
-			return false, nil
+			return false, false, nil
 		}
-		return false, err
+		return false, false, err
 	}
-	if j.State != ojs.StateActive || (req.WorkerID != "" && j.WorkerID != "" && j.WorkerID != req.WorkerID) {
-		return false, nil
+	if j.State != ojs.StateActive || (workerID != "" && j.WorkerID != "" && j.WorkerID != workerID) {
+		return false, false, nil
 	}
-	vis := req.VisibilityTimeout
+	c := s.attemptOf(j)
 	if vis <= 0 {
-		vis = j.VisibilityTimeout(s.cfg.DefaultVisibilityTimeout)
+		vis = c.beat
 	}
-	if err := s.store.SetTimer(ctx, topology.TimerLease, j.ID, j.Internal.Token, s.now().Add(vis)); err != nil {
-		return false, err
+	now := s.now()
+	if !now.Before(c.hard) {
+		return false, true, nil // the attempt is over; its timer ends it
 	}
-	return true, nil
+	at, kind := c.next(now, vis, now)
+	if err := s.store.SetTimer(ctx, topology.TimerLease, j.ID, j.Internal.Token, at, leaseHeaders(kind, now, vis)...); err != nil {
+		return false, false, err
+	}
+	s.beats.beat(j.ID, j.Queue, vis, now)
+	return true, c.cancelRequested(now), nil
 }

@@ -242,8 +242,8 @@ func TestManifest_21(t *testing.T) {
 	b := setup(t, Config{
 		Extensions:       []string{"urn:ojs:ext:priority", "urn:ojs:ext:timeouts"},
 		ConformanceLevel: 1, ServerVersion: "0.3.0",
-		Capabilities:             map[string]bool{"unique_jobs": false, "x_bounded_queues": true},
-		DefaultVisibilityTimeout: 45 * time.Second,
+		Capabilities:            map[string]bool{"unique_jobs": false, "x_bounded_queues": true},
+		DefaultHeartbeatTimeout: 45 * time.Second,
 	})
 	r := b.do(t, http.MethodGet, "/ojs/manifest", "", nil).wantStatus(t, http.StatusOK)
 	wantHeaders(t, r)

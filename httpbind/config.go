@@ -18,9 +18,12 @@ const (
 	DefaultMaxBatchBodyBytes int64 = 16 << 20
 	// DefaultMaxFetchCount is the largest count a worker may ask for.
 	DefaultMaxFetchCount = 100
-	// DefaultVisibilityTimeout is the reservation period of the binding
-	// (ojs-http-binding.md 10.1: visibility_timeout_ms defaults to 30000).
-	DefaultVisibilityTimeout = 30 * time.Second
+	// DefaultHeartbeatTimeout, DefaultTimeout and DefaultGracePeriod are
+	// the defaults of ojs-timeouts.md 5 the manifest shows when the
+	// backend's are not wired in.
+	DefaultHeartbeatTimeout = time.Minute
+	DefaultTimeout          = 30 * time.Minute
+	DefaultGracePeriod      = 30 * time.Second
 	// DefaultImplementationName is implementation.name in the manifest.
 	DefaultImplementationName = "jetgate"
 	// DefaultServerVersion is implementation.version when none is set.
@@ -61,13 +64,17 @@ type Config struct {
 	// MetricsHandler, when set, serves GET /metrics.
 	MetricsHandler http.Handler
 
-	// DefaultVisibilityTimeout is the reservation period the backend applies
-	// when neither the fetch nor the job sets one (default 30 s). httpbind
-	// does not copy it into ojs.FetchRequest, because that would override a
-	// job's own visibility_timeout_ms; it publishes it in the manifest
-	// (defaults.visibility_timeout_ms) so workers can see it. Wire the same
-	// value into the backend.
-	DefaultVisibilityTimeout time.Duration
+	// DefaultHeartbeatTimeout is the heartbeat (visibility) timeout the
+	// backend applies when neither the fetch nor the job sets one (default
+	// 60 s); DefaultTimeout and DefaultGracePeriod are its execution
+	// timeout and grace period defaults (30 min, 30 s; a negative grace
+	// period is none). httpbind does not copy them into requests, which
+	// would override a job's own; it publishes them in the manifest
+	// (defaults) so workers can see them. Wire the same values into the
+	// backend.
+	DefaultHeartbeatTimeout time.Duration
+	DefaultTimeout          time.Duration
+	DefaultGracePeriod      time.Duration
 }
 
 // withDefaults returns c with every unset field defaulted.
@@ -78,7 +85,9 @@ func (c Config) withDefaults() Config {
 	c.Logger = cmp.Or(c.Logger, slog.Default())
 	c.ServerVersion = cmp.Or(c.ServerVersion, DefaultServerVersion)
 	c.ImplementationName = cmp.Or(c.ImplementationName, DefaultImplementationName)
-	c.DefaultVisibilityTimeout = cmp.Or(c.DefaultVisibilityTimeout, DefaultVisibilityTimeout)
+	c.DefaultHeartbeatTimeout = cmp.Or(c.DefaultHeartbeatTimeout, DefaultHeartbeatTimeout)
+	c.DefaultTimeout = cmp.Or(c.DefaultTimeout, DefaultTimeout)
+	c.DefaultGracePeriod = cmp.Or(c.DefaultGracePeriod, DefaultGracePeriod)
 	return c
 }
 
@@ -98,8 +107,8 @@ func (c Config) validate() error {
 	if c.ConformanceLevel < 0 || c.ConformanceLevel > 4 {
 		errs = append(errs, fmt.Errorf("ConformanceLevel must be 0..4, got %d", c.ConformanceLevel))
 	}
-	if c.DefaultVisibilityTimeout < time.Millisecond {
-		errs = append(errs, fmt.Errorf("DefaultVisibilityTimeout must be at least 1ms, got %s", c.DefaultVisibilityTimeout))
+	if c.DefaultHeartbeatTimeout < time.Millisecond {
+		errs = append(errs, fmt.Errorf("DefaultHeartbeatTimeout must be at least 1ms, got %s", c.DefaultHeartbeatTimeout))
 	}
 	seen := make(map[string]bool, len(c.Extensions))
 	for i, uri := range c.Extensions {

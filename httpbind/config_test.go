@@ -20,7 +20,7 @@ func TestNew_Config(t *testing.T) {
 		{"batch below body", Config{MaxBodyBytes: 1 << 20, MaxBatchBodyBytes: 1024}, "MaxBatchBodyBytes"},
 		{"fetch count", Config{MaxFetchCount: -3}, "MaxFetchCount"},
 		{"level", Config{ConformanceLevel: 5}, "ConformanceLevel"},
-		{"visibility", Config{DefaultVisibilityTimeout: time.Microsecond}, "DefaultVisibilityTimeout"},
+		{"visibility", Config{DefaultHeartbeatTimeout: time.Microsecond}, "DefaultHeartbeatTimeout"},
 		{"empty extension", Config{Extensions: []string{""}}, "Extensions[0]"},
 		{"twice", Config{Extensions: []string{"urn:a", "urn:a"}}, "Extensions[1]"},
 	} {
@@ -32,7 +32,7 @@ func TestNew_Config(t *testing.T) {
 
 	c := Config{MaxBodyBytes: 32 << 20}.withDefaults()
 	if c.MaxBatchBodyBytes != 32<<20 || c.MaxFetchCount != 100 || c.ImplementationName != "jetgate" ||
-		c.DefaultVisibilityTimeout != 30*time.Second || c.Logger == nil || c.validate() != nil {
+		c.DefaultHeartbeatTimeout != time.Minute || c.DefaultTimeout != 30*time.Minute || c.Logger == nil || c.validate() != nil {
 		t.Errorf("defaults = %+v", c)
 	}
 }

@@ -36,7 +36,7 @@
 //     maximum (queues 200, dead letter 100, events 1000) are lowered, and the
 //     pagination object shows the limit used.
 //   - Absent fetch visibility_timeout_ms stays 0 so a job's own
-//     visibility_timeout_ms applies; Config.DefaultVisibilityTimeout is only
+//     visibility_timeout_ms applies; Config.DefaultHeartbeatTimeout is only
 //     published in the manifest.
 //   - ack "result" may be any JSON value; nack "error" may be the binding's
 //     object, the worker protocol's {type, message, backtrace}, or a string.

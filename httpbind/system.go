@@ -2,6 +2,7 @@ package httpbind
 
 import (
 	"maps"
+	"math"
 	"net/http"
 	"slices"
 
@@ -43,6 +44,10 @@ type implementation struct {
 // manifestDefaults publishes server defaults a worker may want to know.
 type manifestDefaults struct {
 	VisibilityTimeoutMs int64 `json:"visibility_timeout_ms"`
+	// The timeouts of ojs-timeouts.md 6, in seconds.
+	Timeout          int64 `json:"timeout"`
+	GracePeriod      int64 `json:"grace_period"`
+	HeartbeatTimeout int64 `json:"heartbeat_timeout"`
 }
 
 const backendName = "nats-jetstream"
@@ -67,7 +72,12 @@ func newManifest(cfg Config) manifest {
 			"manifest": "/ojs/manifest",
 			"health":   "/ojs/v1/health",
 		},
-		Defaults: manifestDefaults{VisibilityTimeoutMs: cfg.DefaultVisibilityTimeout.Milliseconds()},
+		Defaults: manifestDefaults{
+			VisibilityTimeoutMs: cfg.DefaultHeartbeatTimeout.Milliseconds(),
+			Timeout:             int64(math.Ceil(cfg.DefaultTimeout.Seconds())),
+			GracePeriod:         int64(math.Ceil(max(cfg.DefaultGracePeriod, 0).Seconds())),
+			HeartbeatTimeout:    int64(math.Ceil(cfg.DefaultHeartbeatTimeout.Seconds())),
+		},
 	}
 }
 

@@ -181,6 +181,9 @@ func decodeAck(r *http.Request) (ojs.AckRequest, error) {
 	if req.WorkerID, err = o.id("worker_id", false); err != nil {
 		return req, err
 	}
+	if req.Attempt, err = resultAttempt(o); err != nil {
+		return req, err
+	}
 	if raw, ok := o.get("result"); ok {
 		req.Result = raw
 	}
@@ -215,8 +218,19 @@ func decodeNack(r *http.Request) (ojs.NackRequest, error) {
 	if req.WorkerID, err = o.id("worker_id", false); err != nil {
 		return req, err
 	}
+	if req.Attempt, err = resultAttempt(o); err != nil {
+		return req, err
+	}
 	req.Error, err = decodeJobError(o)
 	return req, err
+}
+
+// resultAttempt reads the optional "attempt" of an ack or nack: the
+// attempt the result is for, so that a result for an attempt the server
+// already timed out is refused (409) rather than applied to a later one.
+func resultAttempt(o object) (int, error) {
+	n, err := o.integer("attempt", 0, 1, 1<<31-1)
+	return int(n), err
 }
 
 // decodeJobError reads the error of a FAIL. It accepts the binding's shape

@@ -247,7 +247,7 @@ func TestGoSDKRequests(t *testing.T) {
 		t.Errorf("enqueue answer = %s", r.raw)
 	}
 	j := b.fake.enqueued[0]
-	if j.Queue != "email" || j.Priority != 3 || j.VisibilityTimeoutMs != 45000 || j.ScheduledAt == nil ||
+	if j.Queue != "email" || j.Priority != 3 || j.HeartbeatTimeoutMs != 45000 || j.ScheduledAt == nil ||
 		!j.ScheduledAt.Equal(time.Date(2030, 1, 1, 10, 0, 0, 0, time.UTC)) {
 		t.Errorf("parsed job = %+v", j)
 	}

@@ -81,6 +81,10 @@ type Metrics struct {
 	rlReg metric.Registration
 	rlFn  atomic.Pointer[RateLimitFunc]
 
+	to    timeoutInstruments
+	toReg metric.Registration
+	ageFn atomic.Pointer[HeartbeatAgeFunc]
+
 	jobs   cache[jobKey, *jobAttrs]
 	queues cache[string, []metric.RecordOption]
 
@@ -133,6 +137,13 @@ func New(cfg Config) (*Metrics, error) {
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("register rate limit callback: %w", err), mp.Shutdown(context.Background()))
 	}
+	if err := m.to.create(m.meter); err != nil {
+		return nil, errors.Join(err, mp.Shutdown(context.Background()))
+	}
+	m.toReg, err = m.meter.RegisterCallback(m.observeHeartbeatAge, m.to.age)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("register heartbeat age callback: %w", err), mp.Shutdown(context.Background()))
+	}
 	return m, nil
 }
 
@@ -170,7 +181,8 @@ func (m *Metrics) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	m.shutdownOnce.Do(func() {
-		m.shutdownErr = errors.Join(m.depthReg.Unregister(), m.rlReg.Unregister(), m.prioReg.Unregister(), m.provider.Shutdown(ctx))
+		m.shutdownErr = errors.Join(m.depthReg.Unregister(), m.rlReg.Unregister(), m.prioReg.Unregister(), m.toReg.Unregister(),
+			m.provider.Shutdown(ctx))
 	})
 	return m.shutdownErr
 }

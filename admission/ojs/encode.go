@@ -65,7 +65,18 @@ func (j *Job) AppendJSON(b []byte) ([]byte, error) {
 	}
 	b = appendIntField(b, `,"timeout":`, int64(j.Timeout))
 	b = appendIntField(b, `,"timeout_ms":`, j.TimeoutMs)
-	b = appendIntField(b, `,"visibility_timeout_ms":`, j.VisibilityTimeoutMs)
+	b = appendIntField(b, `,"total_timeout":`, int64(j.TotalTimeout))
+	b = appendIntField(b, `,"total_timeout_ms":`, j.TotalTimeoutMs)
+	b = appendIntField(b, `,"enqueue_ttl":`, int64(j.EnqueueTTL))
+	b = appendIntField(b, `,"enqueue_ttl_ms":`, j.EnqueueTTLMs)
+	if j.GracePeriod != nil {
+		b = strconv.AppendInt(append(b, `,"grace_period":`...), int64(*j.GracePeriod), 10)
+	}
+	if j.GracePeriodMs != nil {
+		b = strconv.AppendInt(append(b, `,"grace_period_ms":`...), *j.GracePeriodMs, 10)
+	}
+	b = appendIntField(b, `,"heartbeat_timeout":`, int64(j.HeartbeatTimeout))
+	b = appendIntField(b, `,"heartbeat_timeout_ms":`, j.HeartbeatTimeoutMs)
 	b = appendTimeField(b, `,"scheduled_at":`, j.ScheduledAt)
 	b = appendTimeField(b, `,"expires_at":`, j.ExpiresAt)
 	if j.Retry != nil {
@@ -103,6 +114,22 @@ func (j *Job) AppendJSON(b []byte) ([]byte, error) {
 	if len(j.Result) > 0 {
 		b = append(b, `,"result":`...)
 		if b, err = appendRaw(b, j.Result); err != nil {
+			return nil, err
+		}
+	}
+	if j.Progress != nil {
+		b = appendFloat(append(b, `,"progress":`...), *j.Progress)
+	}
+	if len(j.ProgressData) > 0 {
+		b = append(b, `,"progress_data":`...)
+		if b, err = appendRaw(b, j.ProgressData); err != nil {
+			return nil, err
+		}
+	}
+	b = appendTimeField(b, `,"progress_updated_at":`, j.ProgressUpdatedAt)
+	if len(j.LastCheckpoint) > 0 {
+		b = append(b, `,"last_checkpoint":`...)
+		if b, err = appendRaw(b, j.LastCheckpoint); err != nil {
 			return nil, err
 		}
 	}
@@ -204,6 +231,9 @@ func (in *Internal) appendJSON(b []byte) []byte {
 	}
 	if in.LeaseUntil != nil {
 		b = appendTime(append(sep(b), `"lease_until":`...), in.LeaseUntil)
+	}
+	if in.BeatMs != 0 {
+		b = strconv.AppendInt(append(sep(b), `"beat_ms":`...), in.BeatMs, 10)
 	}
 	if in.HeldAck != "" {
 		b = appendString(append(sep(b), `"held_ack":`...), in.HeldAck)

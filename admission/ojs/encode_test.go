@@ -32,25 +32,29 @@ func reference(t testing.TB, j *Job) []byte {
 
 func fullJob() *Job {
 	at := NewTime(time.Date(2026, 11, 22, 21, 0, 0, 123_456_789, time.UTC))
-	no, two := false, 2
+	no, two, grace, graceMs, progress := false, 2, 5, int64(4500), 0.25
 	return &Job{
 		SpecVersion: SpecVersion, ID: "0193-id", Type: "email.send", Queue: "tenant:acme.a",
 		Args: json.RawMessage(`[1,"x",{"a":null}]`), Meta: json.RawMessage(`{"trace_id":"abc"}`),
 		Priority: -3, Tags: []string{"a", "b"}, Schema: "s", Unique: json.RawMessage(`{"key":"k"}`),
-		Timeout: 2, TimeoutMs: 1500, VisibilityTimeoutMs: 30000, ScheduledAt: at, ExpiresAt: at,
+		Timeout: 2, TimeoutMs: 1500, TotalTimeout: 60, TotalTimeoutMs: 60000, EnqueueTTL: 9, EnqueueTTLMs: 8001,
+		GracePeriod: &grace, GracePeriodMs: &graceMs, HeartbeatTimeout: 30, HeartbeatTimeoutMs: 30000,
+		ScheduledAt: at, ExpiresAt: at,
 		Retry: &RetryPolicy{MaxAttempts: 3, InitialInterval: Duration(time.Second), BackoffCoefficient: 2.5,
 			MaxInterval: Duration(90 * time.Minute), Jitter: true, NonRetryableErrors: []string{"fatal"},
 			Backoff: "linear", OnExhaustion: "dead_letter"},
 		State: StateActive, Attempt: 2, MaxAttempts: 3,
 		CreatedAt: at, EnqueuedAt: at, StartedAt: at, CompletedAt: at, CancelledAt: at, DiscardedAt: at,
 		ActivatedAt: at, NextAttemptAt: at, WorkerID: "w-1",
-		Error:  &JobError{Code: "c", Message: "m", Retryable: &no, Attempt: 1, At: at},
-		Errors: []JobError{{Code: "c", Message: "m"}},
-		Result: json.RawMessage(`{"ok":true}`),
-		Extra:  map[string]json.RawMessage{"zeta": json.RawMessage(`1`), "alpha": json.RawMessage(`"x"`)},
+		Error:    &JobError{Code: "c", Message: "m", Retryable: &no, Attempt: 1, At: at},
+		Errors:   []JobError{{Code: "c", Message: "m"}},
+		Result:   json.RawMessage(`{"ok":true}`),
+		Progress: &progress, ProgressData: json.RawMessage(`{"rows":3}`), ProgressUpdatedAt: at,
+		LastCheckpoint: json.RawMessage(`{"offset":14}`),
+		Extra:          map[string]json.RawMessage{"zeta": json.RawMessage(`1`), "alpha": json.RawMessage(`"x"`)},
 		RateLimit: &RateLimitPolicy{Key: "tenant:acme", Concurrency: &two,
 			Rate: &RateWindow{Limit: 10, Period: Duration(time.Minute)}, OnLimit: "wait"},
-		Internal: Internal{Token: "tok", LeaseUntil: at, HeldAck: "$JS.ACK.x", HeldToken: "held",
+		Internal: Internal{Token: "tok", LeaseUntil: at, BeatMs: 60000, HeldAck: "$JS.ACK.x", HeldToken: "held",
 			Limits: []string{"c.tenant:acme", "r.x"}, DepthSeq: 7},
 	}
 }

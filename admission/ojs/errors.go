@@ -73,9 +73,15 @@ type StateError struct {
 	Current  State
 	Expected State // may be empty
 	Op       string
+	// Reason, when set, says why the job left the expected state, e.g. a
+	// timeout the server enforced before a late ack or nack arrived.
+	Reason string
 }
 
 func (e *StateError) Error() string {
+	if e.Reason != "" {
+		return fmt.Sprintf("cannot %s job %s: state is '%s', expected '%s': %s", e.Op, e.JobID, e.Current, e.Expected, e.Reason)
+	}
 	if e.Expected != "" {
 		return fmt.Sprintf("cannot %s job %s: state is '%s', expected '%s'", e.Op, e.JobID, e.Current, e.Expected)
 	}

@@ -47,11 +47,29 @@ type Job struct {
 	// TimeoutMs is the execution timeout in milliseconds (0: server
 	// default); Parse sets it with Timeout. Prefer ExecutionTimeout.
 	TimeoutMs int64 `json:"timeout_ms,omitempty"`
-	// VisibilityTimeoutMs is the reservation period of a fetched job.
-	VisibilityTimeoutMs int64        `json:"visibility_timeout_ms,omitempty"`
-	ScheduledAt         *Time        `json:"scheduled_at,omitempty"`
-	ExpiresAt           *Time        `json:"expires_at,omitempty"`
-	Retry               *RetryPolicy `json:"retry,omitempty"`
+	// TotalTimeout bounds the job's life from created_at to its end,
+	// across attempts and backoffs (ojs-timeouts.md 5.2), in seconds
+	// rounded up from TotalTimeoutMs; 0: none.
+	TotalTimeout   int   `json:"total_timeout,omitempty"`
+	TotalTimeoutMs int64 `json:"total_timeout_ms,omitempty"`
+	// EnqueueTTL bounds the time from created_at to the first start
+	// (ojs-timeouts.md 5.3), in seconds rounded up from EnqueueTTLMs; 0:
+	// none.
+	EnqueueTTL   int   `json:"enqueue_ttl,omitempty"`
+	EnqueueTTLMs int64 `json:"enqueue_ttl_ms,omitempty"`
+	// GracePeriod is the time between the cancel signal at the execution
+	// timeout and the end of the attempt (ojs-timeouts.md 5.4); nil: the
+	// server default, 0: none.
+	GracePeriod   *int   `json:"grace_period,omitempty"`
+	GracePeriodMs *int64 `json:"grace_period_ms,omitempty"`
+	// HeartbeatTimeout is the longest silence of an active job's worker
+	// before the job is stalled (ojs-timeouts.md 5.5); the binding's
+	// visibility_timeout(_ms) sets it too. 0: the server default.
+	HeartbeatTimeout   int          `json:"heartbeat_timeout,omitempty"`
+	HeartbeatTimeoutMs int64        `json:"heartbeat_timeout_ms,omitempty"`
+	ScheduledAt        *Time        `json:"scheduled_at,omitempty"`
+	ExpiresAt          *Time        `json:"expires_at,omitempty"`
+	Retry              *RetryPolicy `json:"retry,omitempty"`
 	// RateLimit is the job's rate limit policy (ojs-rate-limiting.md 6),
 	// from rate_limit or options.rate_limit.
 	RateLimit *RateLimitPolicy `json:"rate_limit,omitempty"`
@@ -77,6 +95,16 @@ type Job struct {
 	Errors        []JobError      `json:"errors,omitempty"`
 	Result        json.RawMessage `json:"result,omitempty"`
 
+	// Progress of the current or last attempt (ojs-progress.md): the
+	// fraction done, the worker's structured data, and when it was last
+	// reported. A new attempt starts without.
+	Progress          *float64        `json:"progress,omitempty"`
+	ProgressData      json.RawMessage `json:"progress_data,omitempty"`
+	ProgressUpdatedAt *Time           `json:"progress_updated_at,omitempty"`
+	// LastCheckpoint is the checkpoint of the latest progress update that
+	// carried one, in this attempt or an earlier one (ojs-progress.md 6.4).
+	LastCheckpoint json.RawMessage `json:"last_checkpoint,omitempty"`
+
 	// Extra holds unknown top-level fields, written back verbatim.
 	Extra map[string]json.RawMessage `json:"-"`
 
@@ -96,8 +124,13 @@ type Internal struct {
 	// (ready messages, timers) carry the token of the transition that
 	// created them and are ignored once the record's token has moved on.
 	Token string `json:"token,omitempty"`
-	// LeaseUntil is when an active job's visibility timeout expires.
+	// LeaseUntil is the first deadline of an active job's attempt, as of
+	// its start: its heartbeat timeout or execution timeout (lease.go).
 	LeaseUntil *Time `json:"lease_until,omitempty"`
+	// BeatMs is the heartbeat timeout of the current attempt in
+	// milliseconds: the fetch's visibility timeout, the job's, or the
+	// server default.
+	BeatMs int64 `json:"beat_ms,omitempty"`
 	// HeldAck is the ack subject of the ready message an active job was
 	// claimed from, while that message is still held unacknowledged as the
 	// backstop of a lease timer not written yet; HeldToken is that
@@ -114,7 +147,7 @@ type Internal struct {
 
 // IsZero reports whether i holds nothing (for omitzero).
 func (i Internal) IsZero() bool {
-	return i.Token == "" && i.LeaseUntil == nil && i.HeldAck == "" && i.HeldToken == "" && len(i.Limits) == 0 &&
+	return i.Token == "" && i.LeaseUntil == nil && i.BeatMs == 0 && i.HeldAck == "" && i.HeldToken == "" && len(i.Limits) == 0 &&
 		i.DepthSeq == 0
 }
 
@@ -132,6 +165,16 @@ type JobError struct {
 	// RateLimitUntil, sent by a handler that hit a downstream limit, holds
 	// every job of the job's rate limit key until then (RL-R003).
 	RateLimitUntil *Time `json:"rate_limit_until,omitempty"`
+	// TimeoutKind, LimitSeconds and ElapsedSeconds describe an error the
+	// server set because a timeout fired (ojs-timeouts.md 8): kind
+	// execution, total, enqueue_ttl or stalled, the limit, and how long it
+	// had been, in seconds rounded up; LimitMs and ElapsedMs are the same in
+	// milliseconds.
+	TimeoutKind    string `json:"timeout_kind,omitempty"`
+	LimitSeconds   int64  `json:"limit_seconds,omitempty"`
+	ElapsedSeconds int64  `json:"elapsed_seconds,omitempty"`
+	LimitMs        int64  `json:"limit_ms,omitempty"`
+	ElapsedMs      int64  `json:"elapsed_ms,omitempty"`
 }
 
 // Kind is the error's type for non-retryable matching: Type if set, else Code.
@@ -149,6 +192,9 @@ func (j *Job) Clone() *Job {
 	c.Tags = append([]string(nil), j.Tags...)
 	c.Errors = append([]JobError(nil), j.Errors...)
 	c.Internal.Limits = slices.Clone(j.Internal.Limits)
+	c.GracePeriod = clonePtr(j.GracePeriod)
+	c.GracePeriodMs = clonePtr(j.GracePeriodMs)
+	c.Progress = clonePtr(j.Progress)
 	if j.Extra != nil {
 		c.Extra = make(map[string]json.RawMessage, len(j.Extra))
 		for k, v := range j.Extra {
@@ -158,6 +204,14 @@ func (j *Job) Clone() *Job {
 	return &c
 }
 
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
+
 // Public returns a copy of j without server bookkeeping, for responses.
 func (j *Job) Public() *Job {
 	c := *j
@@ -165,12 +219,37 @@ func (j *Job) Public() *Job {
 	return &c
 }
 
-// VisibilityTimeout returns the job's reservation period or def.
-func (j *Job) VisibilityTimeout(def time.Duration) time.Duration {
-	if j.VisibilityTimeoutMs > 0 {
-		return time.Duration(j.VisibilityTimeoutMs) * time.Millisecond
+// HeartbeatTimeoutOr returns the job's heartbeat timeout or def.
+func (j *Job) HeartbeatTimeoutOr(def time.Duration) time.Duration {
+	if j.HeartbeatTimeoutMs > 0 {
+		return time.Duration(j.HeartbeatTimeoutMs) * time.Millisecond
 	}
 	return def
+}
+
+// GraceOr returns the job's grace period or def.
+func (j *Job) GraceOr(def time.Duration) time.Duration {
+	if j.GracePeriodMs != nil {
+		return time.Duration(*j.GracePeriodMs) * time.Millisecond
+	}
+	return def
+}
+
+// TotalDeadline is when the job's total timeout ends, if it has one.
+func (j *Job) TotalDeadline() (time.Time, bool) {
+	if j.TotalTimeoutMs <= 0 || j.CreatedAt == nil {
+		return time.Time{}, false
+	}
+	return j.CreatedAt.Add(time.Duration(j.TotalTimeoutMs) * time.Millisecond), true
+}
+
+// TTLDeadline is when the job's enqueue TTL ends, if it has one and has
+// never started.
+func (j *Job) TTLDeadline() (time.Time, bool) {
+	if j.EnqueueTTLMs <= 0 || j.CreatedAt == nil || j.Attempt > 0 {
+		return time.Time{}, false
+	}
+	return j.CreatedAt.Add(time.Duration(j.EnqueueTTLMs) * time.Millisecond), true
 }
 
 // ExecutionTimeout returns the job's execution timeout or def.

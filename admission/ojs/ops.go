@@ -33,6 +33,9 @@ type AckRequest struct {
 	JobID    string
 	Result   json.RawMessage
 	WorkerID string
+	// Attempt, when set, is the attempt the result is for: a result for
+	// another attempt is late (409).
+	Attempt int
 }
 
 // AckResult is the answer to an ACK.
@@ -47,6 +50,7 @@ type NackRequest struct {
 	JobID    string
 	Error    JobError
 	WorkerID string
+	Attempt  int // as in AckRequest
 }
 
 // NackResult is the answer to a FAIL.
@@ -76,8 +80,12 @@ type HeartbeatRequest struct {
 
 // HeartbeatResult is the answer to a BEAT.
 type HeartbeatResult struct {
-	State      string    `json:"state"`
-	Extended   []string  `json:"jobs_extended"`
+	State    string   `json:"state"`
+	Extended []string `json:"jobs_extended"`
+	// Cancel lists the jobs whose execution timeout passed: the worker
+	// should cancel them and report within their grace period
+	// (ojs-timeouts.md 5.4).
+	Cancel     []string  `json:"jobs_to_cancel"`
 	ServerTime time.Time `json:"-"`
 }
 

@@ -121,6 +121,8 @@ var topFields = map[string]bool{
 	"specversion": true, "id": true, "type": true, "args": true, "meta": true, "schema": true,
 	"queue": true, "priority": true, "tags": true, "unique": true, "retry": true, "options": true,
 	"timeout": true, "timeout_ms": true, "visibility_timeout": true, "visibility_timeout_ms": true,
+	"total_timeout": true, "total_timeout_ms": true, "enqueue_ttl": true, "enqueue_ttl_ms": true,
+	"grace_period": true, "grace_period_ms": true, "heartbeat_timeout": true, "heartbeat_timeout_ms": true,
 	"scheduled_at": true, "expires_at": true, "rate_limit": true,
 }
 
@@ -135,7 +137,8 @@ var optionFields = map[string]bool{
 	"queue": true, "priority": true, "timeout_ms": true, "delay_until": true, "scheduled_at": true,
 	"expires_at": true, "retry": true, "retry_policy": true, "unique": true, "tags": true,
 	"visibility_timeout_ms": true, "visibility_timeout": true, "pending": true, "metadata": true,
-	"rate_limit": true,
+	"rate_limit": true, "total_timeout_ms": true, "enqueue_ttl_ms": true, "grace_period_ms": true,
+	"heartbeat_timeout_ms": true,
 }
 
 // extraFields keeps what the parser does not read so it round-trips
@@ -367,70 +370,6 @@ func parseTags(c cand) ([]string, bool, error) {
 		tags = nil // [] and absent are the same job
 	}
 	return tags, err == nil, err
-}
-
-// timeoutValue is an execution timeout and whether it came in whole seconds
-// ("timeout") rather than milliseconds ("timeout_ms").
-type timeoutValue struct {
-	d      time.Duration
-	coarse bool
-}
-
-// parseTimeouts reads the execution timeout (top-level timeout in seconds or
-// timeout_ms, top level or options) and the visibility timeout
-// (visibility_timeout_ms, or visibility_timeout in seconds or ISO 8601).
-// Zero means "not set": the server default applies.
-func parseTimeouts(j *Job, top, opts object) error {
-	var r resolver
-	var t timeoutValue
-	set(&r, &t, parseTimeout, sameTimeout, opts.cand("timeout_ms"), top.cand("timeout_ms"), top.cand("timeout"))
-	if t.d > 0 {
-		j.TimeoutMs = int64(t.d / time.Millisecond)
-		j.Timeout = int(ceilDiv(t.d, time.Second))
-	}
-	var vis time.Duration
-	set(&r, &vis, parseVisibility, same, opts.cand("visibility_timeout_ms"), top.cand("visibility_timeout_ms"),
-		opts.cand("visibility_timeout"), top.cand("visibility_timeout"))
-	if vis > 0 {
-		j.VisibilityTimeoutMs = int64(ceilDiv(vis, time.Millisecond))
-	}
-	return r.err
-}
-
-func parseTimeout(c cand) (timeoutValue, bool, error) {
-	if strings.HasSuffix(c.key, "_ms") {
-		d, err := durationInt(c, time.Millisecond)
-		return timeoutValue{d: d}, d > 0, err
-	}
-	d, err := durationInt(c, time.Second)
-	return timeoutValue{d: d, coarse: true}, d > 0, err
-}
-
-// sameTimeout compares two timeouts. A value in seconds cannot say 1.5 s, so
-// it agrees with a millisecond value that rounds up to it: a job with
-// timeout_ms 1500 is stored and shown with timeout 2 and parses back.
-func sameTimeout(a, b timeoutValue) bool {
-	if a.coarse == b.coarse {
-		return a.d == b.d
-	}
-	if a.coarse {
-		a, b = b, a
-	}
-	return ceilDiv(a.d, time.Second)*time.Second == b.d
-}
-
-func parseVisibility(c cand) (time.Duration, bool, error) {
-	switch {
-	case strings.HasSuffix(c.key, "_ms"):
-		d, err := durationInt(c, time.Millisecond)
-		return d, d > 0, err
-	case c.raw[0] == '"':
-		d, err := isoValue(c, "an ISO 8601 duration such as \"PT30S\" or an integer number of seconds")
-		return d, d > 0, err
-	default:
-		d, err := durationInt(c, time.Second)
-		return d, d > 0, err
-	}
 }
 
 // parseSchedule reads scheduled_at (or options.delay_until, or

@@ -103,7 +103,7 @@ func TestParseJobDefaults(t *testing.T) {
 	if j.MaxAttempts != 3 {
 		t.Errorf("MaxAttempts = %d, want 3", j.MaxAttempts)
 	}
-	if j.Timeout != 0 || j.TimeoutMs != 0 || j.VisibilityTimeoutMs != 0 || j.ScheduledAt != nil ||
+	if j.Timeout != 0 || j.TimeoutMs != 0 || j.HeartbeatTimeoutMs != 0 || j.ScheduledAt != nil ||
 		j.ExpiresAt != nil || j.Unique != nil || j.Tags != nil || j.Pending || j.Extra != nil {
 		t.Errorf("unexpected optional fields: %+v", j)
 	}
@@ -161,8 +161,8 @@ func TestParseJobGoSDK(t *testing.T) {
 	if !reflect.DeepEqual(j.Tags, []string{"onboarding", "email"}) {
 		t.Errorf("Tags = %q", j.Tags)
 	}
-	if j.VisibilityTimeoutMs != 45000 {
-		t.Errorf("VisibilityTimeoutMs = %d", j.VisibilityTimeoutMs)
+	if j.HeartbeatTimeoutMs != 45000 {
+		t.Errorf("HeartbeatTimeoutMs = %d", j.HeartbeatTimeoutMs)
 	}
 	if j.Extra != nil {
 		t.Errorf("Extra = %s, want none: every option is known", j.Extra)
@@ -182,7 +182,7 @@ func TestParseJobGoSDKZeroValues(t *testing.T) {
 	if !reflect.DeepEqual(*j.Retry, want) {
 		t.Errorf("Retry = %+v, want %+v", *j.Retry, want)
 	}
-	if j.VisibilityTimeoutMs != 0 || j.Unique != nil || j.Tags != nil {
+	if j.HeartbeatTimeoutMs != 0 || j.Unique != nil || j.Tags != nil {
 		t.Errorf("zero values kept: %+v", j)
 	}
 	jsonEq(t, j.Meta, `{}`)
@@ -207,7 +207,8 @@ func TestParseJobPlacements(t *testing.T) {
 		{"priority 1e1 is an integer", `{"priority":1e1}`, func(j *Job) bool { return j.Priority == 10 }},
 		{"priority null is absent", `{"priority":null}`, func(j *Job) bool { return j.Priority == DefaultPriority }},
 		{"timeout seconds (core 5.2)", `{"timeout":300}`, func(j *Job) bool { return j.Timeout == 300 && j.TimeoutMs == 300000 }},
-		{"timeout 0 is the default", `{"timeout":0}`, func(j *Job) bool { return j.Timeout == 0 && j.TimeoutMs == 0 }},
+		{"options.timeout_ms 0 is the default (clients send it)", `{"options":{"timeout_ms":0}}`,
+			func(j *Job) bool { return j.Timeout == 0 && j.TimeoutMs == 0 }},
 		{"timeout_ms options", `{"options":{"timeout_ms":1500}}`, func(j *Job) bool { return j.Timeout == 2 && j.TimeoutMs == 1500 }},
 		{"timeout_ms top-level", `{"timeout_ms":2000}`, func(j *Job) bool { return j.Timeout == 2 && j.TimeoutMs == 2000 }},
 		{"scheduled_at top-level", `{"scheduled_at":"2026-03-15T09:30:00+02:00"}`,
@@ -223,13 +224,13 @@ func TestParseJobPlacements(t *testing.T) {
 		{"expires_at options", `{"options":{"expires_at":"2026-03-15T14:30:00Z"}}`,
 			func(j *Job) bool { return j.ExpiresAt.Equal(time.Date(2026, 3, 15, 14, 30, 0, 0, time.UTC)) }},
 		{"visibility_timeout_ms options", `{"options":{"visibility_timeout_ms":60000}}`,
-			func(j *Job) bool { return j.VisibilityTimeoutMs == 60000 }},
+			func(j *Job) bool { return j.HeartbeatTimeoutMs == 60000 }},
 		{"visibility_timeout_ms top-level", `{"visibility_timeout_ms":60000}`,
-			func(j *Job) bool { return j.VisibilityTimeoutMs == 60000 }},
+			func(j *Job) bool { return j.HeartbeatTimeoutMs == 60000 }},
 		{"visibility_timeout seconds (json-format 3.1)", `{"visibility_timeout":60}`,
-			func(j *Job) bool { return j.VisibilityTimeoutMs == 60000 }},
+			func(j *Job) bool { return j.HeartbeatTimeoutMs == 60000 }},
 		{"visibility_timeout ISO (openapi)", `{"options":{"visibility_timeout":"PT1M"}}`,
-			func(j *Job) bool { return j.VisibilityTimeoutMs == 60000 }},
+			func(j *Job) bool { return j.HeartbeatTimeoutMs == 60000 }},
 		{"pending options (binding 9.1)", `{"options":{"pending":true}}`, func(j *Job) bool { return j.Pending }},
 		{"pending false", `{"options":{"pending":false}}`, func(j *Job) bool { return !j.Pending }},
 		{"tags top-level", `{"tags":["a","b"]}`, func(j *Job) bool { return reflect.DeepEqual(j.Tags, []string{"a", "b"}) }},
@@ -589,19 +590,14 @@ func TestParseJobIgnoresSystemFields(t *testing.T) {
 // and round-trip; extension fields wait in Extra for their parsers.
 func TestParseJobUnknownFieldsRoundTrip(t *testing.T) {
 	t.Parallel()
-	body := `{"type":"video.transcode","args":["v1"],"total_timeout":86400,"enqueue_ttl":7200,"grace_period":60,
-	  "heartbeat_timeout":120,"depends_on":["k"],"x_custom":{"nested":[1,"<b>",null]},
+	body := `{"type":"video.transcode","args":["v1"],"depends_on":["k"],"x_custom":{"nested":[1,"<b>",null]},
 	  "future_null":null,"options":{"queue":"media","batch":{"key":"opt"},"future_option":true}}`
 	j := mustParse(t, body)
 	want := map[string]string{
-		"total_timeout":     `86400`,
-		"enqueue_ttl":       `7200`,
-		"grace_period":      `60`,
-		"heartbeat_timeout": `120`,
-		"depends_on":        `["k"]`,
-		"x_custom":          `{"nested":[1,"<b>",null]}`,
-		"future_null":       `null`,
-		"options":           `{"batch":{"key":"opt"},"future_option":true}`,
+		"depends_on":  `["k"]`,
+		"x_custom":    `{"nested":[1,"<b>",null]}`,
+		"future_null": `null`,
+		"options":     `{"batch":{"key":"opt"},"future_option":true}`,
 	}
 	if len(j.Extra) != len(want) {
 		t.Errorf("Extra has %d keys, want %d: %s", len(j.Extra), len(want), j.Extra)

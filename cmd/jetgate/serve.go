@@ -40,7 +40,8 @@ var serveGroups = []flagGroup{
 		{"nats-tls-key", "FILE"}, {"nats-tls-ca", "FILE"}, {"replicas", "N"},
 	}},
 	{"Jobs and requests", [][2]string{
-		{"default-visibility-timeout", "DURATION"}, {"retention", "DURATION"}, {"dead-retention", "DURATION"},
+		{"default-timeout", "DURATION"}, {"default-grace-period", "DURATION"},
+		{"default-heartbeat-timeout", "DURATION"}, {"retention", "DURATION"}, {"dead-retention", "DURATION"},
 		{"max-body-bytes", "SIZE"}, {"shutdown-timeout", "DURATION"},
 	}},
 	{"Backpressure (default bound of queues without their own)", [][2]string{
@@ -72,7 +73,9 @@ func newServeFlags(cfg *app.Config) *flag.FlagSet {
 	fs.StringVar(&cfg.NatsTLSCA, "nats-tls-ca", "", "CA certificate to verify the NATS servers with.")
 	fs.IntVar(&cfg.Replicas, "replicas", 1, "Replicas of every stream and bucket jetgate creates: 3 on a 3-node cluster. Must be 1 with the embedded server.")
 
-	fs.DurationVar(&cfg.DefaultVisibilityTimeout, "default-visibility-timeout", 30*time.Second, "How long a fetched job stays reserved for its worker when neither the fetch nor the job says.")
+	fs.DurationVar(&cfg.DefaultTimeout, "default-timeout", 30*time.Minute, "Execution timeout of jobs that set none: how long one attempt may run before its worker is told to cancel it.")
+	fs.DurationVar(&cfg.DefaultGracePeriod, "default-grace-period", 30*time.Second, "Grace period of jobs that set none: how long a worker told to cancel has before the attempt is ended as timed out (0s: none).")
+	fs.DurationVar(&cfg.DefaultHeartbeatTimeout, "default-heartbeat-timeout", time.Minute, "How long a worker may stay silent (no heartbeat, progress, ack or nack) on a job that sets no heartbeat or visibility timeout before the job is stalled.")
 	fs.DurationVar(&cfg.Retention, "retention", 24*time.Hour, "How long completed and cancelled jobs stay readable (GET /ojs/v1/jobs/{id}) before JetStream removes them.")
 	fs.DurationVar(&cfg.DeadRetention, "dead-retention", 7*24*time.Hour, "How long discarded jobs stay in the dead letter queue before JetStream removes them.")
 	cfg.MaxBodyBytes = 1 << 20
@@ -116,6 +119,9 @@ func parseServe(args []string, lookupEnv func(string) (string, bool)) (app.Confi
 	})
 	if err := errors.Join(errs...); err != nil {
 		return cfg, err
+	}
+	if cfg.DefaultGracePeriod == 0 {
+		cfg.DefaultGracePeriod = -1 // "0s": no grace period (app.Config reads 0 as the default)
 	}
 	return cfg, validateServe(cfg)
 }

@@ -156,10 +156,12 @@ func (s *Store) PublishReady(ctx context.Context, j *ojs.Job) error {
 	return nil
 }
 
-// SetTimer schedules a timer of kind for job id at time at, carrying token.
-// A later SetTimer of the same kind and job replaces it.
-func (s *Store) SetTimer(ctx context.Context, kind, id, token string, at time.Time) error {
-	if _, err := s.js.PublishMsg(ctx, timerMsg(kind, id, token, at)); err != nil {
+// SetTimer schedules a timer of kind for job id at time at, carrying token
+// and the headers of kv (name, value, name, value ...), which the fired
+// message carries too. A later SetTimer of the same kind and job replaces
+// it.
+func (s *Store) SetTimer(ctx context.Context, kind, id, token string, at time.Time, kv ...string) error {
+	if _, err := s.js.PublishMsg(ctx, timerMsg(kind, id, token, at, kv...)); err != nil {
 		return fmt.Errorf("set %s timer of %s: %w", kind, id, Unavailable(err))
 	}
 	return nil
@@ -169,8 +171,8 @@ func (s *Store) SetTimer(ctx context.Context, kind, id, token string, at time.Ti
 // written as, at time at: it carries j's token and the revision j
 // replaces, so a timer that fires before the record is written is told
 // apart from a stale one (see HeaderBaseRev).
-func (s *Store) SetJobTimer(ctx context.Context, kind string, j *ojs.Job, at time.Time) error {
-	m := timerMsg(kind, j.ID, j.Internal.Token, at)
+func (s *Store) SetJobTimer(ctx context.Context, kind string, j *ojs.Job, at time.Time, kv ...string) error {
+	m := timerMsg(kind, j.ID, j.Internal.Token, at, kv...)
 	if j.Rev > 0 {
 		m.Header.Set(HeaderBaseRev, strconv.FormatUint(j.Rev, 10))
 	}
@@ -180,13 +182,30 @@ func (s *Store) SetJobTimer(ctx context.Context, kind string, j *ojs.Job, at tim
 	return nil
 }
 
+// CreateTimer schedules a timer like SetTimer unless one of kind is
+// already scheduled for the job; it reports whether it wrote one.
+func (s *Store) CreateTimer(ctx context.Context, kind, id, token string, at time.Time, kv ...string) (bool, error) {
+	m := timerMsg(kind, id, token, at, kv...)
+	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, "0")
+	if _, err := s.js.PublishMsg(ctx, m); err != nil {
+		if wrongLastSeq(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("set %s timer of %s: %w", kind, id, Unavailable(err))
+	}
+	return true, nil
+}
+
 // timerMsg is the schedule of a timer of kind for job id at time at.
-func timerMsg(kind, id, token string, at time.Time) *nats.Msg {
+func timerMsg(kind, id, token string, at time.Time, kv ...string) *nats.Msg {
 	m := nats.NewMsg(topology.TimerSchedule(kind, id))
 	m.Header.Set(jetstream.ScheduleHeader, "@at "+at.UTC().Format(time.RFC3339Nano))
 	m.Header.Set(jetstream.ScheduleTargetHeader, topology.TimerFired(kind))
 	m.Header.Set(HeaderJobID, id)
 	m.Header.Set(HeaderToken, token)
+	for i := 0; i+1 < len(kv); i += 2 {
+		m.Header.Set(kv[i], kv[i+1])
+	}
 	return m
 }
 
@@ -213,7 +232,7 @@ func (s *Store) AckHeld(reply string) {
 // already scheduled for the job (a heartbeat may have pushed it later).
 // The check and the write are one compare-and-swap on the schedule
 // subject's last sequence.
-func (s *Store) EnsureTimer(ctx context.Context, kind, id, token string, at time.Time) error {
+func (s *Store) EnsureTimer(ctx context.Context, kind, id, token string, at time.Time, kv ...string) error {
 	subj := topology.TimerSchedule(kind, id)
 	for range 4 {
 		var last uint64
@@ -228,7 +247,7 @@ func (s *Store) EnsureTimer(ctx context.Context, kind, id, token string, at time
 		default:
 			return fmt.Errorf("read %s timer of %s: %w", kind, id, Unavailable(err))
 		}
-		msg := timerMsg(kind, id, token, at)
+		msg := timerMsg(kind, id, token, at, kv...)
 		msg.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(last, 10))
 		_, err = s.js.PublishMsg(ctx, msg)
 		if err == nil {

@@ -99,11 +99,24 @@ const (
 	FreedSubjects = "ojs.freed.*"
 )
 
+// CancelSignalPattern is ojs.signal.cancel.<queue>.<job id>: where an
+// active job's worker is told that its execution timeout passed and it has
+// its grace period to stop (core NATS, no stream captures it).
+const CancelSignalPattern = "ojs.signal.cancel.%s.%s"
+
+// CancelSignalSubject returns the cancel signal subject of a job.
+func CancelSignalSubject(queue, jobID string) string {
+	return fmt.Sprintf(CancelSignalPattern, Token(queue), Token(jobID))
+}
+
 // Timer kinds.
 const (
 	TimerDue   = "due"   // scheduled_at / retry backoff: -> available
-	TimerLease = "lease" // visibility timeout of an active job
+	TimerLease = "lease" // heartbeat and execution timeouts of an active job
 	TimerLimit = "limit" // a rate limit entry may admit waiters again
+	// TimerExpire ends a job that outlived its enqueue TTL, expires_at or
+	// total timeout, whatever its state.
+	TimerExpire = "expire"
 )
 
 // PriorityDigits is the zero padding of the priority token.

@@ -112,15 +112,17 @@ func (s *Server) start(ctx context.Context) error {
 		return err
 	}
 	s.svc, err = admission.New(nc, s.js, assets, admission.Config{
-		DefaultVisibilityTimeout: s.cfg.DefaultVisibilityTimeout,
-		Retention:                s.cfg.Retention,
-		DeadRetention:            s.cfg.DeadRetention,
-		DefaultBackpressure:      s.cfg.backpressure(),
-		MaxBlockTimeout:          s.cfg.MaxBlockTimeout,
-		Logger:                   s.log.With("component", "admission"),
-		Events:                   s.events,
-		Metrics:                  s.metrics,
-		Version:                  Version,
+		DefaultHeartbeatTimeout: s.cfg.DefaultHeartbeatTimeout,
+		DefaultTimeout:          s.cfg.DefaultTimeout,
+		DefaultGracePeriod:      s.cfg.DefaultGracePeriod,
+		Retention:               s.cfg.Retention,
+		DeadRetention:           s.cfg.DeadRetention,
+		DefaultBackpressure:     s.cfg.backpressure(),
+		MaxBlockTimeout:         s.cfg.MaxBlockTimeout,
+		Logger:                  s.log.With("component", "admission"),
+		Events:                  s.events,
+		Metrics:                 s.metrics,
+		Version:                 Version,
 	})
 	if err != nil {
 		return err
@@ -142,13 +144,15 @@ func (s *Server) start(ctx context.Context) error {
 
 func (s *Server) serveHTTP() error {
 	h, err := httpbind.New(s.svc, httpbind.Config{
-		MaxBodyBytes:             s.cfg.MaxBodyBytes,
-		Logger:                   s.log.With("component", "http"),
-		Extensions:               Extensions,
-		ConformanceLevel:         ConformanceLevel,
-		ServerVersion:            Version,
-		MetricsHandler:           s.metrics.Handler(),
-		DefaultVisibilityTimeout: s.cfg.DefaultVisibilityTimeout,
+		MaxBodyBytes:            s.cfg.MaxBodyBytes,
+		Logger:                  s.log.With("component", "http"),
+		Extensions:              Extensions,
+		ConformanceLevel:        ConformanceLevel,
+		ServerVersion:           Version,
+		MetricsHandler:          s.metrics.Handler(),
+		DefaultHeartbeatTimeout: s.cfg.DefaultHeartbeatTimeout,
+		DefaultTimeout:          s.cfg.DefaultTimeout,
+		DefaultGracePeriod:      s.cfg.DefaultGracePeriod,
 	})
 	if err != nil {
 		return err

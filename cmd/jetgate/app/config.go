@@ -24,9 +24,10 @@ type Config struct {
 	// InstanceName identifies this process in event sources and metrics
 	// (default: the hostname).
 	InstanceName string
-	// DefaultVisibilityTimeout reserves a fetched job when neither the
-	// fetch nor the job sets one (default 30 s).
-	DefaultVisibilityTimeout time.Duration
+	// DefaultTimeout, DefaultGracePeriod and DefaultHeartbeatTimeout are
+	// the timeouts of jobs that set none (ojs-timeouts.md 5; defaults 30
+	// min, 30 s, 60 s; a negative DefaultGracePeriod is none).
+	DefaultTimeout, DefaultGracePeriod, DefaultHeartbeatTimeout time.Duration
 	// Retention keeps completed and cancelled job records (default 24 h);
 	// DeadRetention keeps discarded ones, the dead letter queue (7 days).
 	Retention, DeadRetention time.Duration
@@ -46,7 +47,8 @@ func (c Config) withDefaults() Config {
 	c.Replicas = cmp.Or(c.Replicas, 1)
 	c.ShutdownTimeout = cmp.Or(c.ShutdownTimeout, 30*time.Second)
 	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, 1<<20)
-	c.DefaultVisibilityTimeout = cmp.Or(c.DefaultVisibilityTimeout, 30*time.Second)
+	c.DefaultHeartbeatTimeout = cmp.Or(c.DefaultHeartbeatTimeout, time.Minute)
+	c.DefaultTimeout = cmp.Or(c.DefaultTimeout, 30*time.Minute)
 	c.Retention = cmp.Or(c.Retention, 24*time.Hour)
 	c.DeadRetention = cmp.Or(c.DeadRetention, 7*24*time.Hour)
 	return c
@@ -67,6 +69,9 @@ func (c Config) validate() error {
 	}
 	if err := c.backpressure().Validate("queue-"); err != nil {
 		return fmt.Errorf("default queue bound: %w", err)
+	}
+	if c.DefaultTimeout < time.Second || c.DefaultHeartbeatTimeout < time.Second {
+		return fmt.Errorf("default timeout and default heartbeat timeout must be at least 1s")
 	}
 	if c.MaxBlockTimeout < 0 {
 		return fmt.Errorf("max block timeout must not be negative")

@@ -1,0 +1,193 @@
+package admission
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jetgate/jetgate/admission/ojs"
+	"github.com/jetgate/jetgate/jetstream/jobstore"
+	"github.com/jetgate/jetgate/jetstream/topology"
+)
+
+// Deadlines of a job as a whole: expires_at and the enqueue TTL (until the
+// first start) and the total timeout (until the job ends). One expire timer
+// per job stands at the earliest of them that still applies; see
+// timeouts.go.
+
+// deadline is one of a job's whole-life deadlines.
+type deadline struct {
+	kind  string // errExpired, errTTLExpired or errTotalTimeout
+	at    time.Time
+	limit time.Duration
+}
+
+// deadlines returns the deadlines that apply to j in its current state.
+func deadlines(j *ojs.Job) []deadline {
+	var out []deadline
+	if j.State != ojs.StateActive {
+		if j.ExpiresAt != nil {
+			out = append(out, deadline{kind: errExpired, at: j.ExpiresAt.Time})
+		}
+		if at, ok := j.TTLDeadline(); ok {
+			out = append(out, deadline{kind: errTTLExpired, at: at, limit: time.Duration(j.EnqueueTTLMs) * time.Millisecond})
+		}
+	}
+	if at, ok := j.TotalDeadline(); ok {
+		out = append(out, deadline{kind: errTotalTimeout, at: at, limit: time.Duration(j.TotalTimeoutMs) * time.Millisecond})
+	}
+	return out
+}
+
+// expiry returns the earliest deadline of j that passed by now.
+func (s *Service) expiry(j *ojs.Job, now time.Time) (deadline, bool) {
+	var first deadline
+	found := false
+	for _, d := range deadlines(j) {
+		if !now.Before(d.at) && (!found || d.at.Before(first.at)) {
+			first, found = d, true
+		}
+	}
+	return first, found
+}
+
+// nextExpiry returns the earliest deadline of j still to come after now.
+func nextExpiry(j *ojs.Job, now time.Time) (time.Time, bool) {
+	var next time.Time
+	for _, d := range deadlines(j) {
+		if d.at.After(now) && (next.IsZero() || d.at.Before(next)) {
+			next = d.at
+		}
+	}
+	return next, !next.IsZero()
+}
+
+// firstExpiry is the expire timer of a new job: its earliest deadline.
+func firstExpiry(j *ojs.Job) (time.Time, bool) {
+	var first time.Time
+	for _, d := range deadlines(j) {
+		if first.IsZero() || d.at.Before(first) {
+			first = d.at
+		}
+	}
+	return first, !first.IsZero()
+}
+
+// expireToken is the token of expire timers: their handler decides from
+// the record's deadlines alone, so the timer outlives transitions.
+const expireToken = "expire"
+
+// armExpiry writes the first expire timer of a new job, unless the job id
+// already has one (a duplicate id: the existing job's timer stays).
+func (s *Service) armExpiry(ctx context.Context, j *ojs.Job) error {
+	at, ok := firstExpiry(j)
+	if !ok {
+		return nil
+	}
+	_, err := s.store.CreateTimer(ctx, topology.TimerExpire, j.ID, expireToken, at)
+	return err
+}
+
+// expire computes the discarded record of job j whose deadline d passed,
+// and the dead letter index entry that goes first.
+func (s *Service) expire(j *ojs.Job, d deadline) (*ojs.Job, func(context.Context, *ojs.Job) error, error) {
+	now := s.now()
+	var e ojs.JobError
+	switch d.kind {
+	case errExpired:
+		e = ojs.JobError{Code: errExpired, Type: errExpired,
+			Message: "job expired at " + j.ExpiresAt.String() + " before it could start"}
+	case errTTLExpired:
+		e = timeoutError(errTTLExpired, kindTTL,
+			fmt.Sprintf("Job was not started within its enqueue TTL of %s", fmtSeconds(d.limit)),
+			d.limit, now.Sub(j.CreatedAt.Time))
+	default:
+		e = timeoutError(errTotalTimeout, kindTotal,
+			fmt.Sprintf("Job exceeded its total timeout of %s", fmtSeconds(d.limit)),
+			d.limit, now.Sub(j.CreatedAt.Time))
+	}
+	e.At = ojs.NewTime(now)
+	nj := j.Clone()
+	if j.State == ojs.StateActive {
+		e.Attempt = j.Attempt
+		nj.Errors = append(nj.Errors, e)
+	}
+	nj.Error = &e
+	nj.State = ojs.StateDiscarded
+	nj.DiscardedAt = ojs.NewTime(now)
+	nj.NextAttemptAt = nil
+	nj.Internal.Token = jobstore.NewToken()
+	nj.Internal.LeaseUntil = nil
+	nj.Internal.Limits = nil
+	clearHeld(nj)
+	return nj, func(ctx context.Context, nj *ojs.Job) error {
+		return s.store.PutDead(ctx, jobstore.DeadEntry{JobID: nj.ID, Queue: nj.Queue, DiscardedAt: nj.DiscardedAt})
+	}, nil
+}
+
+// expired finishes the expiry of old into nj: what it held is given back,
+// and the stats, metrics and events recorded.
+func (s *Service) expired(ctx context.Context, old, nj *ojs.Job) {
+	var ran time.Duration
+	if old.State == ojs.StateActive {
+		s.releaseLease(old)
+		s.releaseLimits(ctx, old)
+		s.beats.done(old.ID)
+		ran = runTime(old)
+	}
+	s.releaseDepth(nj)
+	s.stats.move(nj.Queue, nj.Priority, old.State, nj.State)
+	if nj.Error.Type == errExpired {
+		s.met.JobExpired(ctx, nj.Queue, nj.Type)
+		s.events.PublishJob(EventJobExpired, nj, nil)
+	} else {
+		s.timedOut(ctx, nj, *nj.Error, ran)
+	}
+	s.met.JobDiscarded(ctx, nj.Queue, nj.Type, ran)
+	s.events.PublishJob(EventJobDiscarded, nj, nil)
+}
+
+// errNotDue marks an expire timer that fired before any deadline of its
+// job passed (a deadline moved, or the TTL no longer applies).
+var errNotDue = errors.New("no deadline passed yet")
+
+// expireFired handles a job's expire timer.
+func (s *Service) expireFired(ctx context.Context, id string) error {
+	var cur *ojs.Job
+	nj, old, err := s.transition(ctx, id, func(j *ojs.Job) (*ojs.Job, func(context.Context, *ojs.Job) error, error) {
+		cur = j
+		if j.State.Terminal() {
+			return nil, nil, errStale
+		}
+		d, ok := s.expiry(j, s.now())
+		if !ok {
+			return nil, nil, errNotDue
+		}
+		return s.expire(j, d)
+	})
+	if errors.Is(err, errNotDue) {
+		if at, ok := nextExpiry(cur, s.now()); ok {
+			return s.store.SetTimer(ctx, topology.TimerExpire, id, expireToken, at)
+		}
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	s.expired(ctx, old, nj)
+	return nil
+}
+
+// rearmExpiry moves j's expire timer to its next deadline, or cancels it
+// when none is left (PATCH of its timeouts).
+func (s *Service) rearmExpiry(ctx context.Context, j *ojs.Job) error {
+	if at, ok := nextExpiry(j, s.now()); ok {
+		return s.store.SetTimer(ctx, topology.TimerExpire, j.ID, expireToken, at)
+	}
+	if _, ok := s.expiry(j, s.now()); ok {
+		return s.store.SetTimer(ctx, topology.TimerExpire, j.ID, expireToken, s.now())
+	}
+	s.store.CancelTimer(topology.TimerExpire, j.ID)
+	return nil
+}

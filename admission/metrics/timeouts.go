@@ -1,0 +1,108 @@
+package metrics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+)
+
+// Timeout instruments (ojs-timeouts.md 11.2).
+const (
+	NameTimeoutCount      = "ojs.job.timeout.count"
+	NameExecutionDuration = "ojs.job.execution.duration"
+	NameHeartbeatAge      = "ojs.job.heartbeat.age"
+	NameEnqueueWaitTime   = "ojs.job.enqueue.wait_time"
+
+	LabelTimeoutKind = "timeout_kind"
+	LabelOutcome     = "outcome"
+)
+
+// HeartbeatAgeFunc reports, per queue, the longest time since the last
+// sign of life (heartbeat, progress or start) among the active jobs this
+// process knows of.
+type HeartbeatAgeFunc func(ctx context.Context) map[string]time.Duration
+
+type timeoutInstruments struct {
+	count       metric.Int64Counter
+	execution   metric.Float64Histogram
+	enqueueWait metric.Float64Histogram
+	age         metric.Float64ObservableGauge
+}
+
+func (in *timeoutInstruments) create(m metric.Meter) error {
+	var errs []error
+	var err error
+	in.count, err = m.Int64Counter(NameTimeoutCount, metric.WithUnit(unitJobs),
+		metric.WithDescription("Jobs timed out, by timeout_kind (execution, total, enqueue_ttl, stalled), queue and job type."))
+	errs = append(errs, wrapCreate(NameTimeoutCount, err))
+	in.execution, err = m.Float64Histogram(NameExecutionDuration, metric.WithUnit(unitSeconds),
+		metric.WithDescription("How long attempts ran, by queue, job type and outcome (completed, failed, timeout, stalled)."),
+		metric.WithExplicitBucketBoundaries(DurationBuckets...))
+	errs = append(errs, wrapCreate(NameExecutionDuration, err))
+	in.enqueueWait, err = m.Float64Histogram(NameEnqueueWaitTime, metric.WithUnit(unitSeconds),
+		metric.WithDescription("Time from creation to first start, by queue."),
+		metric.WithExplicitBucketBoundaries(QueueTimeBuckets...))
+	errs = append(errs, wrapCreate(NameEnqueueWaitTime, err))
+	in.age, err = m.Float64ObservableGauge(NameHeartbeatAge, metric.WithUnit(unitSeconds),
+		metric.WithDescription("Longest time since the last heartbeat among active jobs, by queue (jobs this process handled)."))
+	errs = append(errs, wrapCreate(NameHeartbeatAge, err))
+	return errors.Join(errs...)
+}
+
+func wrapCreate(name string, err error) error {
+	if err != nil {
+		return fmt.Errorf("create %s: %w", name, err)
+	}
+	return nil
+}
+
+// JobTimedOut counts a timeout of kind (execution, total, enqueue_ttl or
+// stalled).
+func (m *Metrics) JobTimedOut(ctx context.Context, queue, jobType, kind string) {
+	if m == nil {
+		return
+	}
+	m.to.count.Add(ctx, 1, metric.WithAttributeSet(attribute.NewSet(attribute.String(LabelQueue, queue),
+		attribute.String(LabelType, jobType), attribute.String(LabelTimeoutKind, kind))))
+}
+
+// JobExecuted records how long an attempt ran and how it ended.
+func (m *Metrics) JobExecuted(ctx context.Context, queue, jobType, outcome string, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.to.execution.Record(ctx, max(d, 0).Seconds(), metric.WithAttributeSet(attribute.NewSet(
+		attribute.String(LabelQueue, queue), attribute.String(LabelType, jobType), attribute.String(LabelOutcome, outcome))))
+}
+
+// JobEnqueueWait records a first start's time since creation.
+func (m *Metrics) JobEnqueueWait(ctx context.Context, queue string, wait time.Duration) {
+	if m == nil {
+		return
+	}
+	m.to.enqueueWait.Record(ctx, max(wait, 0).Seconds(), metric.WithAttributeSet(attribute.NewSet(
+		attribute.String(LabelQueue, queue))))
+}
+
+// SetHeartbeatAgeFunc makes ojs.job.heartbeat.age report f's ages at every
+// scrape; nil stops reporting.
+func (m *Metrics) SetHeartbeatAgeFunc(f HeartbeatAgeFunc) {
+	if m != nil {
+		setFunc(&m.ageFn, f, f == nil)
+	}
+}
+
+func (m *Metrics) observeHeartbeatAge(ctx context.Context, o metric.Observer) error {
+	f := m.ageFn.Load()
+	if f == nil {
+		return nil
+	}
+	for q, age := range (*f)(ctx) {
+		o.ObserveFloat64(m.to.age, age.Seconds(), metric.WithAttributeSet(attribute.NewSet(attribute.String(LabelQueue, q))))
+	}
+	return nil
+}
