@@ -191,3 +191,49 @@ func (s *Service) rearmExpiry(ctx context.Context, j *ojs.Job) error {
 	s.store.CancelTimer(topology.TimerExpire, j.ID)
 	return nil
 }
+
+// PatchJob changes the timeouts (and, if priority is set, the priority) of
+// a pending, scheduled or available job in one compare-and-swap
+// (ojs-timeouts.md 12.3; the priority follows SetPriority's rules: only
+// scheduled and available jobs). The job's expire timer follows its new
+// deadlines. It returns the new record and the old priority.
+func (s *Service) PatchJob(ctx context.Context, id string, tp *ojs.TimeoutPatch, priority *int) (*ojs.Job, int, error) {
+	nj, old, err := s.transition(ctx, id, func(j *ojs.Job) (*ojs.Job, func(context.Context, *ojs.Job) error, error) {
+		switch j.State {
+		case ojs.StatePending, ojs.StateScheduled, ojs.StateAvailable:
+		default:
+			return nil, nil, &ojs.StateError{JobID: j.ID, Current: j.State,
+				Op: "change the timeouts (allowed for pending, scheduled and available jobs) of"}
+		}
+		nj := j.Clone()
+		if tp != nil {
+			if err := tp.Apply(nj); err != nil {
+				return nil, nil, err
+			}
+		}
+		if priority == nil || *priority == j.Priority {
+			return nj, nil, nil
+		}
+		switch j.State {
+		case ojs.StateAvailable:
+			nj.Priority = *priority
+			nj.Internal.Token = jobstore.NewToken()
+			return nj, s.store.PublishReady, nil
+		case ojs.StateScheduled:
+			nj.Priority = *priority
+			return nj, nil, nil
+		}
+		return nil, nil, &ojs.StateError{JobID: j.ID, Current: j.State,
+			Op: "change the priority (allowed for available and scheduled jobs) of"}
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := s.rearmExpiry(ctx, nj); err != nil {
+		s.log.Warn("expire timer not moved; the old one fires and re-arms", "job", nj.ID, "error", err)
+	}
+	if nj.Priority != old.Priority {
+		s.priorityChanged(ctx, old, nj)
+	}
+	return nj, old.Priority, nil
+}

@@ -46,17 +46,22 @@ func (s *Service) SetPriority(ctx context.Context, id string, priority int) (*oj
 		return nil, err
 	}
 	if nj.Priority != old.Priority {
-		if nj.State == ojs.StateAvailable {
-			s.stats.move(nj.Queue, old.Priority, ojs.StateAvailable, "")
-			s.stats.move(nj.Queue, nj.Priority, "", ojs.StateAvailable)
-			s.notify.ready(nj.Queue)
-		}
-		s.events.PublishJob(EventPriorityChanged, nj, map[string]any{
-			"job_id": nj.ID, "previous_priority": old.Priority, "new_priority": nj.Priority,
-		})
-		s.met.PriorityChanged(ctx, nj.Queue)
+		s.priorityChanged(ctx, old, nj)
 	}
 	return &ojs.PriorityChange{ID: nj.ID, Priority: nj.Priority, PreviousPriority: old.Priority}, nil
+}
+
+// priorityChanged records a priority change from old to nj.
+func (s *Service) priorityChanged(ctx context.Context, old, nj *ojs.Job) {
+	if nj.State == ojs.StateAvailable {
+		s.stats.move(nj.Queue, old.Priority, ojs.StateAvailable, "")
+		s.stats.move(nj.Queue, nj.Priority, "", ojs.StateAvailable)
+		s.notify.ready(nj.Queue)
+	}
+	s.events.PublishJob(EventPriorityChanged, nj, map[string]any{
+		"job_id": nj.ID, "previous_priority": old.Priority, "new_priority": nj.Priority,
+	})
+	s.met.PriorityChanged(ctx, nj.Queue)
 }
 
 // PriorityStats counts a queue's available jobs per priority (PRI-R003),

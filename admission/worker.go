@@ -230,18 +230,10 @@ func (s *Service) extend(ctx context.Context, id, workerID string, vis time.Dura
 	if j.State != ojs.StateActive || (workerID != "" && j.WorkerID != "" && j.WorkerID != workerID) {
 		return false, false, nil
 	}
-	c := s.attemptOf(j)
-	if vis <= 0 {
-		vis = c.beat
-	}
 	now := s.now()
-	if !now.Before(c.hard) {
+	if !now.Before(s.attemptOf(j).hard) {
 		return false, true, nil // the attempt is over; its timer ends it
 	}
-	at, kind := c.next(now, vis, now)
-	if err := s.store.SetTimer(ctx, topology.TimerLease, j.ID, j.Internal.Token, at, leaseHeaders(kind, now, vis)...); err != nil {
-		return false, false, err
-	}
-	s.beats.beat(j.ID, j.Queue, vis, now)
-	return true, c.cancelRequested(now), nil
+	cancel, err = s.heartbeatJob(ctx, j, vis)
+	return err == nil, cancel, err
 }

@@ -3,6 +3,7 @@ package httpbind
 import (
 	"context"
 	"net/http"
+	"strings"
 
 	"github.com/jetgate/jetgate/admission/ojs"
 )
@@ -40,38 +41,80 @@ func (s *server) priorityRoutes() []route {
 	}
 }
 
-// patchJob is PATCH /ojs/v1/jobs/{id} {"priority": N} (PRI-R001): 200
-// {"id","priority","previous_priority"}; 409 naming the state for a job
-// that is not available or scheduled.
+// TimeoutBackend is what PATCH /ojs/v1/jobs/{id} asks of the layer below
+// to change a job's timeouts (ojs-timeouts.md 12.3), with its priority in
+// the same compare-and-swap when both are given.
+type TimeoutBackend interface {
+	PatchJob(ctx context.Context, id string, tp *ojs.TimeoutPatch, priority *int) (*ojs.Job, int, error)
+}
+
+// patchJob is PATCH /ojs/v1/jobs/{id}.
+//
+//   - {"priority": N} (PRI-R001): 200 {"id","priority","previous_priority"};
+//     409 naming the state for a job that is not available or scheduled.
+//   - timeout fields (timeout, total_timeout, enqueue_ttl, grace_period,
+//     heartbeat_timeout, their _ms forms; null resets one to the default),
+//     with or without priority: 200 {"job": {...}, "previous_priority"};
+//     409 for a job that is not pending, scheduled or available.
 func (s *server) patchJob(w http.ResponseWriter, r *http.Request, pb PriorityBackend) {
 	id, err := pathJobID(r, "job")
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	o, err := readObject(r)
+	b, err := readBody(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	if err := onlyFields(o, "priority"); err != nil {
-		s.writeError(w, r, err) // only the priority can be changed
-		return
-	}
-	raw, ok := o.get("priority")
-	if !ok {
-		s.writeError(w, r, invalid("priority", "an integer from 0 to 999", "nothing"))
-		return
-	}
-	p, err := ojs.ParsePriority(raw, "priority")
+	o, err := parseObject(b)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	res, err := pb.SetPriority(r.Context(), id, p)
+	tb, timeouts := s.b.(TimeoutBackend)
+	fields := []string{"priority"}
+	if timeouts {
+		fields = append(fields, ojs.TimeoutFields...)
+	}
+	if err := onlyFields(o, fields...); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var prio *int
+	if raw, ok := o.get("priority"); ok {
+		p, err := ojs.ParsePriority(raw, "priority")
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		prio = &p
+	}
+	if len(o) == 0 || (prio == nil && len(o) == 1 && o["priority"] != nil) {
+		s.writeError(w, r, invalid("priority", "a field to change: "+strings.Join(fields, ", "), "nothing"))
+		return
+	}
+	if !timeouts || (prio != nil && len(o) == 1) {
+		res, err := pb.SetPriority(r.Context(), id, *prio)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		s.writeJSON(w, r, http.StatusOK, res)
+		return
+	}
+	tp, err := ojs.ParseTimeoutPatch(b)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	s.writeJSON(w, r, http.StatusOK, res)
+	j, prev, err := tb.PatchJob(r.Context(), id, tp, prio)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeJSON(w, r, http.StatusOK, struct {
+		Job              *ojs.Job `json:"job"`
+		PreviousPriority int      `json:"previous_priority"`
+	}{j.Public(), prev})
 }

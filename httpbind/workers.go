@@ -280,7 +280,8 @@ func decodeJobError(o object) (ojs.JobError, error) {
 // heartbeat is BEAT, POST /ojs/v1/workers/heartbeat (10.4, spec/README.md
 // decision 4): {"worker_id","active_jobs"?: int | [ids],
 // "active_job_ids"?: [ids], "state"?, "visibility_timeout_ms"?} ->
-// {"state","jobs_extended","server_time"}.
+// {"state","jobs_extended","jobs_to_cancel","server_time"}; jobs_to_cancel
+// lists the jobs past their execution timeout (ojs-timeouts.md 5.4).
 func (s *server) heartbeat(w http.ResponseWriter, r *http.Request) {
 	req, err := decodeHeartbeat(r)
 	if err != nil {
@@ -298,13 +299,17 @@ func (s *server) heartbeat(w http.ResponseWriter, r *http.Request) {
 	out := struct {
 		State      string    `json:"state"`
 		Extended   []string  `json:"jobs_extended"`
+		Cancel     []string  `json:"jobs_to_cancel"`
 		ServerTime *ojs.Time `json:"server_time"`
-	}{res.State, res.Extended, ojs.NewTime(res.ServerTime)}
+	}{res.State, res.Extended, res.Cancel, ojs.NewTime(res.ServerTime)}
 	if out.State == "" {
 		out.State = ojs.WorkerRunning
 	}
 	if out.Extended == nil {
 		out.Extended = []string{}
+	}
+	if out.Cancel == nil {
+		out.Cancel = []string{}
 	}
 	if res.ServerTime.IsZero() {
 		out.ServerTime = ojs.NewTime(time.Now())

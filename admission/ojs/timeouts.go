@@ -122,3 +122,71 @@ func parseTimeouts(j *Job, top, opts object) error {
 func splitTimeout(d time.Duration) (int, int64) {
 	return int(ceilDiv(d, time.Second)), int64(d / time.Millisecond)
 }
+
+// TimeoutFields are the names PATCH /ojs/v1/jobs/{id} accepts for timeouts.
+var TimeoutFields = []string{
+	"timeout", "timeout_ms", "total_timeout", "total_timeout_ms", "enqueue_ttl", "enqueue_ttl_ms",
+	"grace_period", "grace_period_ms", "heartbeat_timeout", "heartbeat_timeout_ms",
+	"visibility_timeout", "visibility_timeout_ms",
+}
+
+// TimeoutPatch is a change of a job's timeouts (ojs-timeouts.md 12.3,
+// dynamic timeout adjustment): each set flag replaces that timeout with the
+// value in Values.
+type TimeoutPatch struct {
+	Values                                   Job
+	Timeout, Total, TTL, Grace, HeartbeatSet bool
+}
+
+// ParseTimeoutPatch reads the timeout fields of a PATCH body, an object
+// (other fields are ignored here), with the enqueue validation rules.
+func ParseTimeoutPatch(raw []byte) (*TimeoutPatch, error) {
+	top, err := decodeObject(raw, "")
+	if err != nil {
+		return nil, err
+	}
+	p := &TimeoutPatch{}
+	if err := parseTimeouts(&p.Values, top, object{prefix: "options."}); err != nil {
+		return nil, err
+	}
+	has := func(names ...string) bool {
+		for _, n := range names {
+			if _, ok := top.m[n]; ok {
+				return true
+			}
+		}
+		return false
+	}
+	p.Timeout = has("timeout", "timeout_ms")
+	p.Total = has("total_timeout", "total_timeout_ms")
+	p.TTL = has("enqueue_ttl", "enqueue_ttl_ms")
+	p.Grace = has("grace_period", "grace_period_ms")
+	p.HeartbeatSet = has("heartbeat_timeout", "heartbeat_timeout_ms", "visibility_timeout", "visibility_timeout_ms")
+	return p, nil
+}
+
+// Apply writes the patch into j and checks the rule that spans fields:
+// total_timeout at least timeout.
+func (p *TimeoutPatch) Apply(j *Job) error {
+	v := &p.Values
+	if p.Timeout {
+		j.Timeout, j.TimeoutMs = v.Timeout, v.TimeoutMs
+	}
+	if p.Total {
+		j.TotalTimeout, j.TotalTimeoutMs = v.TotalTimeout, v.TotalTimeoutMs
+	}
+	if p.TTL {
+		j.EnqueueTTL, j.EnqueueTTLMs = v.EnqueueTTL, v.EnqueueTTLMs
+	}
+	if p.Grace {
+		j.GracePeriod, j.GracePeriodMs = clonePtr(v.GracePeriod), clonePtr(v.GracePeriodMs)
+	}
+	if p.HeartbeatSet {
+		j.HeartbeatTimeout, j.HeartbeatTimeoutMs = v.HeartbeatTimeout, v.HeartbeatTimeoutMs
+	}
+	if j.TotalTimeoutMs > 0 && j.TimeoutMs > 0 && j.TotalTimeoutMs < j.TimeoutMs {
+		return &ValidationError{Field: "total_timeout", Rule: "at least the job's timeout",
+			Message: fmt.Sprintf("total_timeout (%d ms) would be shorter than timeout (%d ms)", j.TotalTimeoutMs, j.TimeoutMs)}
+	}
+	return nil
+}
