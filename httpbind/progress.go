@@ -142,6 +142,8 @@ func (s *server) streamProgress(w http.ResponseWriter, r *http.Request, pb Progr
 		select {
 		case <-ctx.Done():
 			return
+		case <-s.closing:
+			return
 		case <-keep.C:
 			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil || rc.Flush() != nil {
 				return

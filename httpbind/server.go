@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"sync"
 
 	"github.com/gorilla/mux"
 
@@ -19,7 +20,20 @@ type server struct {
 	log      *slog.Logger
 	router   *mux.Router
 	manifest manifest
+
+	// closing is closed by CloseStreams: long-lived responses (progress
+	// streams) end, so a graceful shutdown need not wait for them.
+	closing   chan struct{}
+	closeOnce sync.Once
 }
+
+// StreamCloser is implemented by the handler New returns: CloseStreams
+// ends every open event stream (clients reconnect elsewhere). Call it when
+// the HTTP server starts shutting down (http.Server.RegisterOnShutdown).
+type StreamCloser interface{ CloseStreams() }
+
+// CloseStreams ends every open event stream, now and from now on.
+func (s *server) CloseStreams() { s.closeOnce.Do(func() { close(s.closing) }) }
 
 // New returns the HTTP handler of the OJS binding, calling b for every
 // operation. The handler is safe for concurrent use and keeps no state
@@ -32,7 +46,7 @@ func New(b Backend, cfg Config) (http.Handler, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, errors.Join(errors.New("httpbind: invalid config"), err)
 	}
-	s := &server{b: b, cfg: cfg, log: cfg.Logger}
+	s := &server{b: b, cfg: cfg, log: cfg.Logger, closing: make(chan struct{})}
 	s.manifest = newManifest(cfg)
 	s.router = mux.NewRouter()
 	// Paths are matched as sent: no 301 to a cleaned path, which would turn

@@ -134,6 +134,7 @@ func (s *Server) start(ctx context.Context) error {
 	}
 	s.metrics.SetStateDepthFunc(s.svc.StateDepths)
 	s.metrics.SetPriorityDepthFunc(s.svc.PriorityDepths)
+	s.metrics.SetHeartbeatAgeFunc(s.svc.HeartbeatAges)
 	s.metrics.SetRateLimitFunc(func(context.Context) map[string]metrics.RateLimitUsage {
 		out := map[string]metrics.RateLimitUsage{}
 		for k, u := range s.svc.RateLimitUsage() {
@@ -165,6 +166,9 @@ func (s *Server) serveHTTP() error {
 	}
 	s.ln = ln
 	s.httpSrv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	if sc, ok := h.(httpbind.StreamCloser); ok {
+		s.httpSrv.RegisterOnShutdown(sc.CloseStreams)
+	}
 	go func() { s.served <- s.httpSrv.Serve(ln) }()
 	s.log.Info("jetgate serving", "http", "http://"+ln.Addr().String(), "nats", s.NatsURL(), "version", Version)
 	return nil

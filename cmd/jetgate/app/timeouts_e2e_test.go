@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"bufio"
+	"context"
 	"net/http"
 	"strings"
 	"testing"
@@ -51,6 +52,20 @@ func TestHTTPExecutionTimeout(t *testing.T) {
 	r := c.do("POST", "/ojs/v1/workers/ack", map[string]any{"job_id": id})
 	if r.status != 409 || !strings.Contains(r.raw, "execution timeout") {
 		t.Fatalf("late ack: %d %s", r.status, r.raw)
+	}
+	// 11.1: job.timeout with the spec's data (events are published
+	// asynchronously: poll).
+	var data map[string]any
+	for end := time.Now().Add(10 * time.Second); data == nil && time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		for _, ev := range list(c.must(200, "GET", "/ojs/v1/events?type=job.timeout", nil)["events"]) {
+			if obj(ev)["subject"] == id {
+				data = obj(obj(ev)["data"])
+			}
+		}
+	}
+	if data["job_id"] != id || data["job_type"] != "t.http" || data["queue"] != "to" || data["timeout_kind"] != "execution" ||
+		data["limit_seconds"] != 1.0 || data["elapsed_seconds"].(float64) < 1 || data["attempt"] != 1.0 {
+		t.Fatalf("job.timeout event data: %v", data)
 	}
 	for body, field := range map[string]string{
 		`{"type":"a.b","args":[],"timeout":0}`:                       "timeout",
@@ -203,5 +218,26 @@ func TestHTTPProgress(t *testing.T) {
 	}
 	if len(seen) < 3 || seen[0] != "progress" || seen[len(seen)-1] != "completed" {
 		t.Fatalf("stream events %v", seen)
+	}
+}
+
+// Graceful shutdown does not wait for open progress streams: they end,
+// in-flight requests finish, and the active job keeps its lease in
+// JetStream (issue 7).
+func TestShutdownEndsProgressStreams(t *testing.T) {
+	t.Parallel()
+	s := startApp(t, app.Config{ShutdownTimeout: 30 * time.Second})
+	c := client{t: t, base: s.URL()}
+	id := obj(c.must(201, "POST", "/ojs/v1/jobs", map[string]any{"type": "t.http", "args": []any{}, "queue": "sd"})["job"])["id"].(string)
+	waitFetch(c, 10*time.Second, "sd")
+	stream, err := http.Get(s.URL() + "/ojs/v1/jobs/" + id + "/progress/stream")
+	if err != nil || stream.StatusCode != 200 {
+		t.Fatalf("stream: %v", err)
+	}
+	defer stream.Body.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.Shutdown(ctx); err != nil {
+		t.Fatalf("shutdown with an open progress stream: %v", err)
 	}
 }
