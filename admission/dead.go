@@ -79,7 +79,24 @@ func (s *Service) RetryDeadLetter(ctx context.Context, id string) (_ *ojs.Job, e
 		nj.DiscardedAt = nil
 		nj.StartedAt = nil
 		nj.Internal.DepthSeq = seq
-		return nj, s.store.PublishReady, nil
+		// Deadlines counted from created_at that passed would discard
+		// the job again at once: an operator's retry lifts them.
+		now := s.now()
+		if at, ok := nj.TTLDeadline(); ok && !now.Before(at) {
+			nj.EnqueueTTL, nj.EnqueueTTLMs = 0, 0
+		}
+		if at, ok := nj.TotalDeadline(); ok && !now.Before(at) {
+			nj.TotalTimeout, nj.TotalTimeoutMs = 0, 0
+		}
+		if nj.ExpiresAt != nil && !now.Before(nj.ExpiresAt.Time) {
+			nj.ExpiresAt = nil
+		}
+		return nj, func(ctx context.Context, nj *ojs.Job) error {
+			if err := s.rearmExpiry(ctx, nj); err != nil {
+				return err
+			}
+			return s.store.PublishReady(ctx, nj)
+		}, nil
 	})
 	if err != nil {
 		if isNotFound(err) {

@@ -34,7 +34,7 @@ func setupOn(t *testing.T, nc interface{ Close() }, js jetstream.JetStream) bund
 	return setupCfg(t, js, admission.Config{})
 }
 
-func setupCfg(t *testing.T, js jetstream.JetStream, cfg admission.Config) bundle {
+func setupCfg(t testing.TB, js jetstream.JetStream, cfg admission.Config) bundle {
 	t.Helper()
 	ctx := testCtx(t)
 	assets, err := topology.Ensure(ctx, js, topology.Config{})
@@ -53,7 +53,7 @@ func setupCfg(t *testing.T, js jetstream.JetStream, cfg admission.Config) bundle
 	return bundle{svc: svc, js: js}
 }
 
-func testCtx(t *testing.T) context.Context {
+func testCtx(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	return ctx

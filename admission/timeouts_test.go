@@ -187,6 +187,13 @@ func TestEnqueueTTLDiscardsUnstartedJob(t *testing.T) {
 	if got := fetch1(t, b, "ttl"); got != nil {
 		t.Fatalf("expired job handed out: %+v", got)
 	}
+	// An operator's retry from the dead letter queue lifts the passed TTL.
+	if _, err := b.svc.RetryDeadLetter(testCtx(t), j.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := waitFetch(t, b, "ttl", 10*time.Second); got.ID != j.ID || got.EnqueueTTLMs != 0 {
+		t.Fatalf("retried job: %+v", got)
+	}
 }
 
 // A job that started in time is not touched by its enqueue TTL.
