@@ -368,3 +368,28 @@ func TestCancelSignalOnNATS(t *testing.T) {
 		t.Fatalf("job must stay active through its grace period, is %s", cur.State)
 	}
 }
+
+// 9.3: a checkpoint saved during the grace period reaches the next attempt
+// as last_checkpoint, and a progress update resets the heartbeat clock.
+func TestCheckpointInGracePeriodReachesRetry(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := testCtx(t)
+	j := enqueue(t, b, `{"type":"t.a","args":[],"timeout_ms":400,"grace_period_ms":800,"heartbeat_timeout":60,
+		"retry":{"max_attempts":2,"initial_interval_ms":1,"jitter":false}}`)
+	fetch1(t, b, "default")
+	time.Sleep(500 * time.Millisecond) // past the timeout, inside the grace period
+	p := 0.4
+	st, applied, err := b.svc.ReportProgress(ctx, j.ID, &ojs.ProgressUpdate{Progress: &p,
+		Checkpoint: json.RawMessage(`{"offset":40}`)})
+	if err != nil || !applied || st.State != ojs.StateActive {
+		t.Fatalf("progress in the grace period: %v %v %+v", err, applied, st)
+	}
+	next := waitFetch(t, b, "default", 15*time.Second)
+	if next.ID != j.ID || next.Attempt != 2 || string(next.LastCheckpoint) != `{"offset":40}` || next.Progress != nil {
+		t.Fatalf("retry attempt: %+v", next)
+	}
+	if next.Errors[0].TimeoutKind != "execution" {
+		t.Fatalf("first attempt's error: %+v", next.Errors[0])
+	}
+}
