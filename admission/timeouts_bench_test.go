@@ -133,7 +133,7 @@ func BenchmarkTimeoutIdleCPU(b *testing.B) {
 				// returning memory, and the ready stream forgetting the
 				// message ids of its 2-minute duplicate window.
 				time.Sleep(150 * time.Second)
-				b.ReportMetric(cpuPerSecond(10*time.Second)*1000, "cpu_ms/s")
+				b.ReportMetric(cpuPerSecond(30*time.Second)*1000, "cpu_ms/s")
 			}
 		})
 	}
