@@ -152,10 +152,11 @@ func (s *Service) claimAll(ctx context.Context, queue string, msgs []jetstream.M
 }
 
 // pull takes up to want ready messages of a queue, lowest priority level
-// first: one stream info request tells which levels hold messages, then
-// each level's consumer is asked without waiting.
+// first (lowest effective level first in a queue with aging, aging.go):
+// one stream info request tells which levels hold messages, then each
+// level's consumer is asked without waiting.
 func (s *Service) pull(ctx context.Context, queue string, want int) ([]jetstream.Msg, error) {
-	levels, err := s.levels(ctx, queue)
+	levels, err := s.fetchLevels(ctx, queue)
 	if err != nil || len(levels) == 0 {
 		return nil, err
 	}
