@@ -25,6 +25,10 @@ import (
 // equal priorities go oldest first (PRI-003, PRI-004). Each claimed job is
 // active, its attempt counted, and its visibility timer set.
 func (s *Service) Fetch(ctx context.Context, req ojs.FetchRequest) ([]*ojs.Job, error) {
+	req, err := s.withGroup(ctx, req)
+	if err != nil {
+		return nil, err
+	}
 	// Taken before looking, so a job made ready meanwhile is not missed.
 	key := ""
 	if len(req.Queues) == 1 {

@@ -124,6 +124,7 @@ type Service struct {
 
 	started  time.Time
 	queues   *queueCache
+	groups   *groupCache
 	stats    *statsAgg
 	records  *recordCache
 	leases   deferredLeases
@@ -165,6 +166,7 @@ func New(nc *nats.Conn, js jetstream.JetStream, assets *topology.Assets, cfg Con
 		met:    cfg.Metrics,
 	}
 	s.queues = newQueueCache(s.store, s.log, s.now)
+	s.groups = newGroupCache(s.store, s.log)
 	s.stats = newStatsAgg()
 	s.records = newRecordCache(cfg.RecordCache)
 	s.notify = newReadyNotify()
@@ -187,7 +189,11 @@ func (s *Service) Start(ctx context.Context) error {
 		cancel()
 		return err
 	}
-	cc, err := s.startTimers(ctx)
+	err := s.groups.start(runCtx, &s.wg)
+	var cc jetstream.ConsumeContext
+	if err == nil {
+		cc, err = s.startTimers(ctx)
+	}
 	if err == nil {
 		if err = s.startBackpressure(runCtx); err != nil {
 			cc.Stop()
