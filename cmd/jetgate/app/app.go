@@ -31,7 +31,7 @@ var Version = "0.1.0-dev"
 
 // Extensions lists the OJS extension URIs jetgate implements in full. The
 // manifest declares exactly these.
-var Extensions = []string{"urn:ojs:ext:rate-limiting", httpbind.ExtBackpressure}
+var Extensions = []string{"urn:ojs:ext:rate-limiting", httpbind.ExtBackpressure, httpbind.ExtPriority}
 
 // ConformanceLevel is the OJS conformance level jetgate declares.
 const ConformanceLevel = 1

@@ -108,3 +108,20 @@ func TestHTTPWorkerGroups_PRIR002(t *testing.T) {
 		t.Errorf("second DELETE: %d %s", r.status, r.raw)
 	}
 }
+
+// ojs-priority.md (URI urn:ojs:ext:priority), spec/README.md decision 1:
+// the manifest declares the priority extension, so clients know lower
+// values run first, and its capability flag.
+func TestManifestDeclaresPriority(t *testing.T) {
+	t.Parallel()
+	s := startApp(t, app.Config{})
+	c := client{t: t, base: s.URL()}
+	man := c.must(200, "GET", "/ojs/manifest", nil)
+	found := false
+	for _, e := range list(man["extensions"]) {
+		found = found || e == "urn:ojs:ext:priority"
+	}
+	if !found || obj(man["capabilities"])["priority_queues"] != true {
+		t.Fatalf("manifest extensions %v, capabilities %v: want urn:ojs:ext:priority and priority_queues", man["extensions"], man["capabilities"])
+	}
+}
