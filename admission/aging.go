@@ -6,11 +6,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/jetgate/jetgate/admission/ojs"
 	"github.com/jetgate/jetgate/jetstream/jobstore"
-	"github.com/jetgate/jetgate/jetstream/topology"
 )
 
 // Priority aging (ojs-priority.md 8.2), on for the queues whose record
@@ -138,19 +135,5 @@ func (s *Service) levelHead(ctx context.Context, queue string, prio int) (time.T
 	if err != nil {
 		return time.Time{}, false
 	}
-	info, err := cons.Info(ctx)
-	if err != nil {
-		// Removed while idle: the next fetch creates it again.
-		s.consumers.Delete(topology.ReadyConsumer(queue, prio))
-		return time.Time{}, false
-	}
-	if info.NumPending == 0 {
-		return time.Time{}, false
-	}
-	msg, err := s.assets.Ready.GetMsg(ctx, info.Delivered.Stream+1,
-		jetstream.WithGetMsgSubject(topology.ReadySubject(queue, prio)))
-	if err != nil {
-		return time.Time{}, false
-	}
-	return msg.Time, true
+	return s.nextUndelivered(ctx, cons, queue, prio)
 }

@@ -22,10 +22,8 @@ import (
 //
 // The moment is read from the order the fetch path computes (FetchLevels),
 // and the fresh jobs are taken off their level's consumer directly, so
-// that the loop never fetches through the service: a level consumer's
-// no-wait pull has been seen to come back empty now and then while it
-// held messages, which would hand out the old job early for a reason that
-// has nothing to do with aging.
+// the loop observes the aging decision itself, at every round, without
+// handing out jobs.
 func TestAgingMovesOldJobAhead_PRI8_2(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

@@ -218,7 +218,7 @@ func (s *Service) fetchLevel(ctx context.Context, queue string, prio, want int) 
 			}
 			err = batch.Error()
 			if err == nil || errors.Is(err, jetstream.ErrNoMessages) {
-				return msgs, nil
+				return s.afterLevelPull(ctx, cons, queue, prio, msgs), nil // levels.go
 			}
 			if len(msgs) > 0 {
 				return msgs, nil

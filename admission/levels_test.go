@@ -2,6 +2,7 @@ package admission_test
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -47,5 +48,28 @@ func TestIdleLevelConsumerGoesAway(t *testing.T) {
 	j2 := enqueue(t, b, `{"type":"i.t","args":[],"queue":"idleq","priority":7}`)
 	if got := fetch1(t, b, "idleq"); got == nil || got.ID != j2.ID {
 		t.Fatalf("fetch after the consumer went away: %v, want %s", got, j2.ID)
+	}
+}
+
+// PRI-004: a fetch returns the highest-priority ready job. One old
+// priority-3 job waits behind a backlog of priority-1 jobs that one
+// enqueue and one fetch per round keep at three; no fetch may return the
+// priority-3 job. Before levels.go, a level consumer's no-wait pull came
+// back empty now and then while the level held messages (nats-server's
+// cached pending count lagging), and the fetch fell through to level 3:
+// this test failed within a few hundred rounds.
+func TestFetchNeverSkipsAReadyLevel_PRI004(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	low := enqueue(t, b, `{"type":"l.t","args":["low"],"queue":"skipq","priority":3}`)
+	for i := range 3 {
+		enqueue(t, b, fmt.Sprintf(`{"type":"l.t","args":[%d],"queue":"skipq","priority":1}`, -i))
+	}
+	for i := range 1500 {
+		enqueue(t, b, fmt.Sprintf(`{"type":"l.t","args":[%d],"queue":"skipq","priority":1}`, i))
+		j := fetch1(t, b, "skipq")
+		if j == nil || j.ID == low.ID {
+			t.Fatalf("round %d: fetch returned %v while priority-1 jobs were ready", i, j)
+		}
 	}
 }

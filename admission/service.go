@@ -137,6 +137,7 @@ type Service struct {
 	bp       *backpressure
 
 	consumers sync.Map // consumer name -> jetstream.Consumer
+	seen      sync.Map // consumer name -> levelSeen (levels.go)
 	pullers   sync.Map // queue name -> *puller
 	creating  sync.Map // job id -> chan struct{}, closed when its create is done
 
