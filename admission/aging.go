@@ -6,8 +6,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/jetgate/jetgate/admission/ojs"
 	"github.com/jetgate/jetgate/jetstream/jobstore"
+	"github.com/jetgate/jetgate/jetstream/topology"
 )
 
 // Priority aging (ojs-priority.md 8.2), on for the queues whose record
@@ -20,8 +23,10 @@ import (
 // message of the level's subject after it), takes its age from the
 // message's stream timestamp, and tries the levels in order of effective
 // priority, equal ones lowest stored priority first. Within a level the
-// order stays FIFO. That costs two requests per such level and pull, made
-// in parallel; queues without aging pay nothing.
+// order stays FIFO. One request finds the queue's oldest ready message;
+// while it is younger than one interval nothing ages and that is all.
+// Otherwise each level that could age at that age costs two requests per
+// pull, made in parallel. Queues without aging pay nothing.
 //
 // The age is how long the job has been ready: since its enqueue, or since
 // it last became available (scheduled time reached, retry backoff over,
@@ -94,13 +99,24 @@ func (s *Service) fetchLevels(ctx context.Context, queue string) ([]int, error) 
 // priority under a, equal ones by stored priority. A level whose head
 // cannot be looked up keeps its stored priority.
 func (s *Service) ageLevels(ctx context.Context, queue string, levels []int, a ojs.Aging) []int {
-	eff := make([]int, len(levels))
 	now := s.now()
+	// No job of the queue is older than its oldest ready message: a level
+	// that would not age even at that age is not looked up, and while the
+	// queue holds nothing older than one interval nothing is.
+	oldest, err := s.assets.Ready.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(topology.ReadyQueueFilter(queue)))
+	if err != nil {
+		return levels
+	}
+	maxAge := now.Sub(oldest.Time)
+	if maxAge < a.Interval {
+		return levels
+	}
+	eff := make([]int, len(levels))
 	sem := make(chan struct{}, maxAgingLookups)
 	var wg sync.WaitGroup
 	for i, p := range levels {
 		eff[i] = p
-		if p <= a.MinPriority {
+		if a.Effective(p, maxAge) == p {
 			continue
 		}
 		wg.Add(1)
