@@ -15,7 +15,12 @@
 //
 // Priority ordering is exact within a queue: each priority level of a queue
 // has its own subject and durable consumer, and a fetch asks the ready
-// stream which levels hold messages before fetching from the lowest one.
+// stream which levels hold messages before fetching from the lowest one
+// (an empty no-wait pull is checked against the stream, levels.go). A
+// queue with aging tries its levels by effective priority instead,
+// computed at fetch time from ready message timestamps and never written
+// (aging.go). Worker groups (groups.go) are stored defaults of the
+// consumption strategy that fetches naming them take.
 //
 // Queue bounds (the backpressure extension) are exact: a job takes a unit
 // in its queue's depth stream, whose discard-new limits are the bound,

@@ -1,5 +1,7 @@
 package admission
 
+import "context"
+
 // FlushStats publishes this process's aggregated statistics now, so tests
 // can check the numbers JetStream holds without waiting for the ticker.
 func (s *Service) FlushStats() { s.flushStats() }
@@ -14,4 +16,10 @@ func (s *Service) BlockedProducers(queue string) int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return len(q.waiters)
+}
+
+// FetchLevels returns the ready levels of a queue in the order a fetch
+// tries them now: by effective priority under the queue's aging, if any.
+func (s *Service) FetchLevels(ctx context.Context, queue string) ([]int, error) {
+	return s.fetchLevels(ctx, queue)
 }

@@ -25,6 +25,10 @@ import (
 // equal priorities go oldest first (PRI-003, PRI-004). Each claimed job is
 // active, its attempt counted, and its visibility timer set.
 func (s *Service) Fetch(ctx context.Context, req ojs.FetchRequest) ([]*ojs.Job, error) {
+	req, err := s.withGroup(ctx, req)
+	if err != nil {
+		return nil, err
+	}
 	// Taken before looking, so a job made ready meanwhile is not missed.
 	key := ""
 	if len(req.Queues) == 1 {
@@ -152,10 +156,11 @@ func (s *Service) claimAll(ctx context.Context, queue string, msgs []jetstream.M
 }
 
 // pull takes up to want ready messages of a queue, lowest priority level
-// first: one stream info request tells which levels hold messages, then
-// each level's consumer is asked without waiting.
+// first (lowest effective level first in a queue with aging, aging.go):
+// one stream info request tells which levels hold messages, then each
+// level's consumer is asked without waiting.
 func (s *Service) pull(ctx context.Context, queue string, want int) ([]jetstream.Msg, error) {
-	levels, err := s.levels(ctx, queue)
+	levels, err := s.fetchLevels(ctx, queue)
 	if err != nil || len(levels) == 0 {
 		return nil, err
 	}
@@ -213,7 +218,7 @@ func (s *Service) fetchLevel(ctx context.Context, queue string, prio, want int) 
 			}
 			err = batch.Error()
 			if err == nil || errors.Is(err, jetstream.ErrNoMessages) {
-				return msgs, nil
+				return s.afterLevelPull(ctx, cons, queue, prio, msgs), nil // levels.go
 			}
 			if len(msgs) > 0 {
 				return msgs, nil

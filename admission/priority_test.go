@@ -271,5 +271,11 @@ func TestFetchOrderOver256Levels_PRI003(t *testing.T) {
 		if jobs[0].Priority != want {
 			t.Fatalf("fetch %d returned priority %d, want %d", want, jobs[0].Priority, want)
 		}
+		// Acked as a worker would: an unacknowledged job keeps its ready
+		// message held (lease.go), and every later fetch would walk past
+		// all the levels above it.
+		if _, err := b.svc.Ack(ctx, ojs.AckRequest{JobID: jobs[0].ID}); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -134,6 +134,7 @@ type Service struct {
 
 	started  time.Time
 	queues   *queueCache
+	groups   *groupCache
 	stats    *statsAgg
 	records  *recordCache
 	leases   deferredLeases
@@ -147,6 +148,7 @@ type Service struct {
 	bp       *backpressure
 
 	consumers sync.Map // consumer name -> jetstream.Consumer
+	seen      sync.Map // consumer name -> levelSeen (levels.go)
 	pullers   sync.Map // queue name -> *puller
 	creating  sync.Map // job id -> chan struct{}, closed when its create is done
 
@@ -176,6 +178,7 @@ func New(nc *nats.Conn, js jetstream.JetStream, assets *topology.Assets, cfg Con
 		met:    cfg.Metrics,
 	}
 	s.queues = newQueueCache(s.store, s.log, s.now)
+	s.groups = newGroupCache(s.store, s.log)
 	s.stats = newStatsAgg()
 	s.records = newRecordCache(cfg.RecordCache)
 	s.notify = newReadyNotify()
@@ -198,7 +201,11 @@ func (s *Service) Start(ctx context.Context) error {
 		cancel()
 		return err
 	}
-	cc, err := s.startTimers(ctx)
+	err := s.groups.start(runCtx, &s.wg)
+	var cc jetstream.ConsumeContext
+	if err == nil {
+		cc, err = s.startTimers(ctx)
+	}
 	if err == nil {
 		if err = s.startBackpressure(runCtx); err != nil {
 			cc.Stop()

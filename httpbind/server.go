@@ -106,6 +106,7 @@ func (s *server) routes() []route {
 	rs = append(rs, s.rateLimitRoutes()...)
 	rs = append(rs, s.priorityRoutes()...)
 	rs = append(rs, s.progressRoutes()...)
+	rs = append(rs, s.priorityAdminRoutes()...)
 	rs = append(rs, s.backpressureRoutes()...)
 	if s.cfg.MetricsHandler != nil {
 		rs = append(rs, route{http.MethodGet, "/metrics", s.cfg.MetricsHandler.ServeHTTP, body})

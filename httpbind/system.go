@@ -11,7 +11,8 @@ import (
 
 // Extension URIs that switch manifest capabilities on.
 const (
-	extPriority     = "urn:ojs:ext:priority"
+	// ExtPriority is the URI of the priority extension (ojs-priority.md).
+	ExtPriority     = "urn:ojs:ext:priority"
 	extRateLimiting = "urn:ojs:ext:rate-limiting"
 )
 
@@ -93,7 +94,7 @@ func defaultCapabilities(ext []string) map[string]bool {
 		"delayed_jobs":      true,
 		"job_ttl":           true,
 		"unique_jobs":       false, // unique is stored, not enforced yet
-		"priority_queues":   slices.Contains(ext, extPriority),
+		"priority_queues":   slices.Contains(ext, ExtPriority),
 		"rate_limiting":     slices.Contains(ext, extRateLimiting),
 		"backpressure":      slices.Contains(ext, ExtBackpressure),
 		"cron_jobs":         false,

@@ -12,7 +12,9 @@ import (
 
 // fetch is FETCH, POST /ojs/v1/workers/fetch (ojs-http-binding.md 10.1):
 // {"queues","count"?,"worker_id"?,"visibility_timeout_ms"?} -> {"jobs":[...]},
-// an empty list when there is no work.
+// an empty list when there is no work. The priority extension adds
+// "strategy", "weights" and "group" (a worker group whose stored defaults
+// fill in what the fetch leaves out; "queues" may then be omitted).
 func (s *server) fetch(w http.ResponseWriter, r *http.Request) {
 	req, err := s.decodeFetch(r)
 	if err != nil {
@@ -40,8 +42,15 @@ func (s *server) decodeFetch(r *http.Request) (ojs.FetchRequest, error) {
 	if err != nil {
 		return req, err
 	}
-	if len(queues) == 0 {
-		return req, invalid("queues", "a non-empty array of queue names", describe(o["queues"]))
+	group, err := o.str("group", false)
+	if err != nil {
+		return req, err
+	}
+	if group != "" && !ojs.ValidGroupName(group) {
+		return req, invalid("group", `a group name matching ^[a-z0-9][a-z0-9\-\.]*$ of at most 128 characters`, strconv.Quote(short(group)))
+	}
+	if len(queues) == 0 && group == "" {
+		return req, invalid("queues", "a non-empty array of queue names (or a worker group in group)", describe(o["queues"]))
 	}
 	for i, q := range queues {
 		if err := checkQueueName(fmt.Sprintf("queues[%d]", i), q); err != nil {
@@ -81,11 +90,12 @@ func (s *server) decodeFetch(r *http.Request) (ojs.FetchRequest, error) {
 		VisibilityTimeout: time.Duration(vt) * time.Millisecond,
 		Strategy:          strategy,
 		Weights:           weights,
+		Group:             group,
 	}, nil
 }
 
 // maxQueueWeight bounds a queue's weight in a weighted fetch.
-const maxQueueWeight = 1000
+const maxQueueWeight = ojs.MaxQueueWeight
 
 // fetchQueues reads "queues": an array of names, or of {"name","weight"}
 // objects (ojs-priority.md 7.3), which also give the weights.

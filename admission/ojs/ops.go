@@ -19,6 +19,11 @@ type FetchRequest struct {
 	// Weights of the queues under the weighted strategy; a queue without
 	// a weight has weight 1, a weight of 0 leaves the queue out.
 	Weights map[string]int
+	// Group names a worker group whose stored defaults (WorkerGroup) fill
+	// in what the fetch leaves out: its queues when Queues is empty, its
+	// strategy when Strategy is empty, and the weights of queues the
+	// fetch gives none for.
+	Group string
 }
 
 // Queue consumption strategies (ojs-priority.md 7).
@@ -103,6 +108,10 @@ type QueueInfo struct {
 	// Backpressure is the queue's own bound (PUT .../config), nil when it
 	// follows the server-wide default.
 	Backpressure *Backpressure `json:"backpressure,omitempty"`
+
+	// Aging is the queue's priority aging (ojs-priority.md 8.2), nil when
+	// the queue has none.
+	Aging *Aging `json:"aging,omitempty"`
 }
 
 // Queue statuses.

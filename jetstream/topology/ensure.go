@@ -32,6 +32,7 @@ type Assets struct {
 	Queues jetstream.KeyValue
 	Dead   jetstream.KeyValue
 	Limits jetstream.KeyValue
+	Groups jetstream.KeyValue
 	Ready  jetstream.Stream
 	Wait   jetstream.Stream
 	Timers jetstream.Stream
@@ -71,6 +72,7 @@ func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Assets, e
 	kv(QueuesBucket, "jetgate queue config, key = escaped queue name", &a.Queues)
 	kv(DeadBucket, "jetgate dead letter index, key = queue.job id", &a.Dead)
 	kv(LimitsBucket, "jetgate rate limit state, key = escaped limit key", &a.Limits)
+	kv(GroupsBucket, "jetgate worker group defaults, key = escaped group name", &a.Groups)
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +86,7 @@ func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Assets, e
 		for _, b := range []struct {
 			name string
 			dst  *jetstream.KeyValue
-		}{{JobsBucket, &a.Jobs}, {QueuesBucket, &a.Queues}, {DeadBucket, &a.Dead}, {LimitsBucket, &a.Limits}} {
+		}{{JobsBucket, &a.Jobs}, {QueuesBucket, &a.Queues}, {DeadBucket, &a.Dead}, {LimitsBucket, &a.Limits}, {GroupsBucket, &a.Groups}} {
 			if *b.dst, err = leaderReads(ctx, js, b.name); err != nil {
 				return nil, err
 			}

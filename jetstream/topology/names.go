@@ -17,6 +17,9 @@ const (
 	DeadBucket = "OJS_DEAD"
 	// LimitsBucket holds rate-limit state, key = Token(limit key).
 	LimitsBucket = "OJS_LIMITS"
+	// GroupsBucket holds worker group defaults (queue consumption
+	// strategy, queues, weights), key = Token(group name).
+	GroupsBucket = "OJS_GROUPS"
 
 	// ReadyStream holds one message per job that is ready to run.
 	ReadyStream = "OJS_READY"

@@ -32,7 +32,8 @@ var Version = "0.1.0-dev"
 // Extensions lists the OJS extension URIs jetgate implements in full. The
 // manifest declares exactly these.
 var Extensions = []string{
-	"urn:ojs:ext:rate-limiting", httpbind.ExtBackpressure, "urn:ojs:ext:timeouts", "urn:ojs:ext:progress",
+	"urn:ojs:ext:rate-limiting", httpbind.ExtBackpressure, httpbind.ExtPriority, "urn:ojs:ext:timeouts",
+	"urn:ojs:ext:progress",
 }
 
 // ConformanceLevel is the OJS conformance level jetgate declares.

@@ -1,0 +1,155 @@
+package admission
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetgate/jetgate/admission/ojs"
+	"github.com/jetgate/jetgate/jetstream/jobstore"
+	"github.com/jetgate/jetgate/jetstream/topology"
+)
+
+// Priority aging (ojs-priority.md 8.2), on for the queues whose record
+// sets Aging.
+//
+// It is decided at fetch time and writes nothing: no timers, no
+// republishing, and the stored priority never changes. A fetch from an
+// aging queue looks at the next undelivered ready message of every level
+// above MinPriority (the consumer's delivered sequence, then the next
+// message of the level's subject after it), takes its age from the
+// message's stream timestamp, and tries the levels in order of effective
+// priority, equal ones lowest stored priority first. Within a level the
+// order stays FIFO. One request finds the queue's oldest ready message;
+// while it is younger than one interval nothing ages and that is all.
+// Otherwise each level that could age at that age costs two requests per
+// pull, made in parallel. Queues without aging pay nothing.
+//
+// The age is how long the job has been ready: since its enqueue, or since
+// it last became available (scheduled time reached, retry backoff over,
+// priority changed). Messages put back after a failed claim are not
+// looked at, so a level may age a little later than its oldest job, never
+// earlier.
+
+// maxAgingLookups bounds the level lookups of one pull in flight at once.
+const maxAgingLookups = 16
+
+// QueueAging returns a queue's aging; Aging is nil when it has none.
+func (s *Service) QueueAging(ctx context.Context, queue string) (*ojs.QueueAging, error) {
+	q, ok := s.queues.get(queue)
+	if !ok {
+		rec, err := s.store.GetQueue(ctx, queue)
+		if err != nil {
+			return nil, err
+		}
+		s.queues.put(rec)
+		q = rec
+	}
+	return &ojs.QueueAging{Queue: queue, Aging: q.Aging}, nil
+}
+
+// SetQueueAging sets (nil: removes) a queue's aging. A queue that does not
+// exist yet is created. Every jetgate process follows the change through
+// its queue cache.
+func (s *Service) SetQueueAging(ctx context.Context, queue string, a *ojs.Aging) (*ojs.QueueAging, error) {
+	if a != nil {
+		if err := a.Validate("aging."); err != nil {
+			return nil, err
+		}
+		c := *a
+		a = &c
+	}
+	q, _, err := s.updateQueue(ctx, queue, func(q *jobstore.QueueRecord) bool {
+		q.Aging = a
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &ojs.QueueAging{Queue: queue, Aging: q.Aging}, nil
+}
+
+// agingOf returns the queue's aging, if it has one.
+func (s *Service) agingOf(queue string) (ojs.Aging, bool) {
+	q, ok := s.queues.get(queue)
+	if !ok || q.Aging == nil {
+		return ojs.Aging{}, false
+	}
+	return *q.Aging, true
+}
+
+// fetchLevels lists the levels of a queue that hold ready messages in the
+// order a fetch tries them: ascending, or by effective priority in a queue
+// with aging.
+func (s *Service) fetchLevels(ctx context.Context, queue string) ([]int, error) {
+	levels, err := s.levels(ctx, queue)
+	if err != nil {
+		return nil, err
+	}
+	if a, ok := s.agingOf(queue); ok && len(levels) > 1 {
+		levels = s.ageLevels(ctx, queue, levels, a)
+	}
+	return levels, nil
+}
+
+// ageLevels orders a queue's ready levels (ascending) by effective
+// priority under a, equal ones by stored priority. A level whose head
+// cannot be looked up keeps its stored priority.
+func (s *Service) ageLevels(ctx context.Context, queue string, levels []int, a ojs.Aging) []int {
+	now := s.now()
+	// No job of the queue is older than its oldest ready message: a level
+	// that would not age even at that age is not looked up, and while the
+	// queue holds nothing older than one interval nothing is.
+	oldest, err := s.assets.Ready.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(topology.ReadyQueueFilter(queue)))
+	if err != nil {
+		return levels
+	}
+	maxAge := now.Sub(oldest.Time)
+	if maxAge < a.Interval {
+		return levels
+	}
+	eff := make([]int, len(levels))
+	sem := make(chan struct{}, maxAgingLookups)
+	var wg sync.WaitGroup
+	for i, p := range levels {
+		eff[i] = p
+		if a.Effective(p, maxAge) == p {
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if t, ok := s.levelHead(ctx, queue, p); ok {
+				eff[i] = a.Effective(p, now.Sub(t))
+			}
+		}()
+	}
+	wg.Wait()
+	idx := make([]int, len(levels))
+	for i := range idx {
+		idx[i] = i
+	}
+	// levels is ascending, so a stable sort on the effective priority
+	// breaks ties by stored priority.
+	slices.SortStableFunc(idx, func(x, y int) int { return eff[x] - eff[y] })
+	out := make([]int, len(levels))
+	for i, x := range idx {
+		out[i] = levels[x]
+	}
+	return out
+}
+
+// levelHead returns the stream timestamp of the next message the level's
+// consumer will deliver (ok false when there is none, or on error).
+func (s *Service) levelHead(ctx context.Context, queue string, prio int) (time.Time, bool) {
+	cons, err := s.consumer(ctx, queue, prio)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return s.nextUndelivered(ctx, cons, queue, prio)
+}
