@@ -1,0 +1,35 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+)
+
+// levelsBody spreads jobs over n priority levels (0..n-1).
+func levelsBody(n int) BodyFunc {
+	return func(queue string, i, size int) []byte {
+		return withField(jobBody(queue, i, size), "priority", fmt.Sprint(i%n))
+	}
+}
+
+// priority: the Go round trip with jobs spread over 1, 10 and 256
+// priority levels. One level is compared with raw JetStream; more levels
+// with one level, which is what they cost.
+var priority = &Scenario{
+	Name:    "priority",
+	Summary: "Go round trip with jobs over 1, 10 and 256 priority levels; 1 level vs raw, 10 and 256 vs 1 level",
+	Cases: func(p Params) []Case {
+		sh := p.shape(p.Workers)
+		levels := func(n int) Side {
+			return Side{Name: fmt.Sprintf("jetgate %d level(s)", n), Run: func(ctx context.Context, e *Env) (Sample, error) {
+				return e.GoRoundTrip(ctx, sh, fmt.Sprintf("bench-lv%d", n), levelsBody(n))
+			}}
+		}
+		raw := Side{Name: "raw JetStream", Run: func(ctx context.Context, e *Env) (Sample, error) { return e.RawRoundTrip(ctx, sh, false, 1) }}
+		return []Case{
+			{Name: "1 level", Metrics: []Metric{jobsPerSec}, Baseline: raw, Jetgate: levels(1)},
+			{Name: "10 levels", Metrics: []Metric{jobsPerSec}, Baseline: levels(1), Jetgate: levels(10)},
+			{Name: "256 levels", Metrics: []Metric{jobsPerSec}, Target: 0.7, Baseline: levels(1), Jetgate: levels(256)},
+		}
+	},
+}
