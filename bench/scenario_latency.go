@@ -14,7 +14,7 @@ var latency = &Scenario{
 	Cases: func(p Params) []Case {
 		sh := p.shape(p.Workers)
 		return []Case{{
-			Name:     fmt.Sprintf("Go API at 50%%, %d workers", p.Workers),
+			Name:     "Go API at 50%, " + plural(p.Workers, "worker"),
 			Metrics:  []Metric{p50, p99, jobsPerSec},
 			Baseline: halfLoad("raw JetStream", sh, func(ctx context.Context, e *Env, sh Shape) (Sample, error) { return e.RawRoundTrip(ctx, sh, false, 1) }),
 			Jetgate: halfLoad("jetgate Go API", sh, func(ctx context.Context, e *Env, sh Shape) (Sample, error) {

@@ -21,7 +21,7 @@ var priority = &Scenario{
 	Cases: func(p Params) []Case {
 		sh := p.shape(p.Workers)
 		levels := func(n int) Side {
-			return Side{Name: fmt.Sprintf("jetgate %d level(s)", n), Run: func(ctx context.Context, e *Env) (Sample, error) {
+			return Side{Name: "jetgate " + plural(n, "level"), Run: func(ctx context.Context, e *Env) (Sample, error) {
 				return e.GoRoundTrip(ctx, sh, fmt.Sprintf("bench-lv%d", n), levelsBody(n))
 			}}
 		}

@@ -21,13 +21,13 @@ var roundtrip = &Scenario{
 			}}
 			cases = append(cases,
 				Case{
-					Name: fmt.Sprintf("Go API, %d workers", w), Metrics: []Metric{jobsPerSec}, Target: 0.35, Baseline: raw,
+					Name: fmt.Sprintf("Go API, %s", plural(w, "worker")), Metrics: []Metric{jobsPerSec}, Target: 0.35, Baseline: raw,
 					Jetgate: Side{Name: "jetgate Go API", Run: func(ctx context.Context, e *Env) (Sample, error) {
 						return e.GoRoundTrip(ctx, sh, "bench-go", nil)
 					}},
 				},
 				Case{
-					Name: fmt.Sprintf("HTTP, %d workers", w), Metrics: []Metric{jobsPerSec}, Target: 0.20, Baseline: raw,
+					Name: fmt.Sprintf("HTTP, %s", plural(w, "worker")), Metrics: []Metric{jobsPerSec}, Target: 0.20, Baseline: raw,
 					Jetgate: Side{Name: "jetgate HTTP", Run: func(ctx context.Context, e *Env) (Sample, error) {
 						return e.HTTPRoundTrip(ctx, sh)
 					}},
@@ -35,4 +35,12 @@ var roundtrip = &Scenario{
 		}
 		return cases
 	},
+}
+
+// plural is "1 worker", "8 workers".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return fmt.Sprintf("1 %s", noun)
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
