@@ -84,7 +84,9 @@ var paths = []struct {
 	{name: "go", run: func(ctx context.Context, e *Env, sh Shape) (Sample, error) {
 		return e.GoRoundTrip(ctx, sh, "bench-go", nil)
 	}, ratioTo: "raw"},
-	{name: "http", run: func(ctx context.Context, e *Env, sh Shape) (Sample, error) { return e.HTTPRoundTrip(ctx, sh) }, ratioTo: "raw"},
+	{name: "http", run: func(ctx context.Context, e *Env, sh Shape) (Sample, error) {
+		return e.HTTPRoundTrip(ctx, sh, "bench-http")
+	}, ratioTo: "raw"},
 }
 
 // BenchmarkRoundTrip runs b.N enqueue→fetch→ack round trips per path on

@@ -90,14 +90,17 @@ func (e *Env) RawEnqueue(ctx context.Context, sh Shape, batch int) (Sample, erro
 }
 
 // GoEnqueue enqueues through the admission service into queue (a new one
-// named prefix-<run> when queue is ""), one job per Enqueue or batch jobs
-// per EnqueueBatch.
+// when queue is ""), one job per Enqueue or batch jobs per EnqueueBatch.
+// One job enqueued before the clock starts pays for creating the queue.
 func (e *Env) GoEnqueue(ctx context.Context, sh Shape, queue string, batch int) (Sample, error) {
 	svc := e.srv.Service()
 	if queue == "" {
 		queue = fmt.Sprintf("bench-enq-%d", nextRun())
 	}
 	size := sh.payloadBytes()
+	if err := e.enqueueParsed(ctx, queue, 1, jobBody, size); err != nil {
+		return Sample{}, fmt.Errorf("first job: %w", err)
+	}
 	return enqueueRun(ctx, sh, batch, func(ctx context.Context, first, n int) error {
 		jobs := make([]*ojs.Job, 0, n)
 		for i := first; i < first+n; i++ {

@@ -20,10 +20,11 @@ func unlimitedSide(sh Shape) Side {
 	}}
 }
 
-// limitedSide is the Go round trip with every job carrying policy(i).
-func limitedSide(name string, sh Shape, policy func(i int) string) Side {
+// limitedSide is the Go round trip on queue with every job carrying
+// policy(i).
+func limitedSide(name, queue string, sh Shape, policy func(i int) string) Side {
 	return Side{Name: name, Run: func(ctx context.Context, e *Env) (Sample, error) {
-		return e.GoRoundTrip(ctx, sh, "bench-rl", limitedBody(policy))
+		return e.GoRoundTrip(ctx, sh, queue, limitedBody(policy))
 	}}
 }
 

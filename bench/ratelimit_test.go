@@ -34,7 +34,7 @@ func BenchmarkRateLimitRatio(b *testing.B) {
 	for range b.N {
 		for _, p := range rateLimitPaths {
 			ctx, cancel := context.WithTimeout(context.Background(), *flagTimeout)
-			r, err := e.GoRoundTrip(ctx, sh, "bench-rl", p.body)
+			r, err := e.GoRoundTrip(ctx, sh, "bench-rl-"+p.name, p.body)
 			cancel()
 			if err != nil {
 				b.Fatalf("%s: %v", p.name, err)

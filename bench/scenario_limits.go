@@ -11,7 +11,7 @@ var concurrencyLimit = &Scenario{
 		sh := p.shape(p.Workers)
 		return []Case{{
 			Name: "1 key, concurrency 100000", Metrics: []Metric{jobsPerSec}, Target: 0.7,
-			Baseline: unlimitedSide(sh), Jetgate: limitedSide("jetgate concurrency-limited", sh, oneKey),
+			Baseline: unlimitedSide(sh), Jetgate: limitedSide("jetgate concurrency-limited", "bench-rl-1key", sh, oneKey),
 		}}
 	},
 }
@@ -26,7 +26,7 @@ var window = &Scenario{
 		policy := func(int) string { return `{"key":"bench-window","rate":{"limit":1000000,"period":"PT1S"}}` }
 		return []Case{{
 			Name: "1 key, 1000000 per second", Metrics: []Metric{jobsPerSec},
-			Baseline: unlimitedSide(sh), Jetgate: limitedSide("jetgate window-limited", sh, policy),
+			Baseline: unlimitedSide(sh), Jetgate: limitedSide("jetgate window-limited", "bench-rl-window", sh, policy),
 		}}
 	},
 }
@@ -40,8 +40,8 @@ var keys10k = &Scenario{
 		sh := p.shape(p.Workers)
 		return []Case{{
 			Name: fmt.Sprintf("%d keys vs 1 key", p.Keys), Metrics: []Metric{jobsPerSec}, Target: 0.8,
-			Baseline: limitedSide("jetgate 1 key", sh, oneKey),
-			Jetgate:  limitedSide(fmt.Sprintf("jetgate %d keys", p.Keys), sh, manyKeys(p.Keys)),
+			Baseline: limitedSide("jetgate 1 key", "bench-rl-1key", sh, oneKey),
+			Jetgate:  limitedSide(fmt.Sprintf("jetgate %d keys", p.Keys), "bench-rl-keys", sh, manyKeys(p.Keys)),
 		}}
 	},
 }

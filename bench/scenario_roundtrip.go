@@ -23,13 +23,13 @@ var roundtrip = &Scenario{
 				Case{
 					Name: fmt.Sprintf("Go API, %s", plural(w, "worker")), Metrics: []Metric{jobsPerSec}, Target: 0.35, Baseline: raw,
 					Jetgate: Side{Name: "jetgate Go API", Run: func(ctx context.Context, e *Env) (Sample, error) {
-						return e.GoRoundTrip(ctx, sh, "bench-go", nil)
+						return e.GoRoundTrip(ctx, sh, fmt.Sprintf("bench-go-%d", w), nil)
 					}},
 				},
 				Case{
 					Name: fmt.Sprintf("HTTP, %s", plural(w, "worker")), Metrics: []Metric{jobsPerSec}, Target: 0.20, Baseline: raw,
 					Jetgate: Side{Name: "jetgate HTTP", Run: func(ctx context.Context, e *Env) (Sample, error) {
-						return e.HTTPRoundTrip(ctx, sh)
+						return e.HTTPRoundTrip(ctx, sh, fmt.Sprintf("bench-http-%d", w))
 					}},
 				})
 		}
