@@ -13,11 +13,14 @@ import (
 // Results is a whole run: what it ran on, with which knobs, and every
 // scenario's numbers. It is what results.json holds.
 type Results struct {
-	Started   time.Time        `json:"started"`
-	Elapsed   time.Duration    `json:"elapsed_ns"`
-	Machine   Machine          `json:"machine"`
-	Params    Params           `json:"params"`
-	Scenarios []ScenarioResult `json:"scenarios"`
+	Started time.Time     `json:"started"`
+	Elapsed time.Duration `json:"elapsed_ns"`
+	Machine Machine       `json:"machine"`
+	Params  Params        `json:"params"`
+	// RemoteHTTP is the running jetgate the HTTP cases went to, when it
+	// was not the in-process one (--url).
+	RemoteHTTP string           `json:"remote_http,omitempty"`
+	Scenarios  []ScenarioResult `json:"scenarios"`
 }
 
 // Machine describes where a run ran.
@@ -104,6 +107,9 @@ type Progress interface {
 func Run(ctx context.Context, e *Env, scenarios []*Scenario, p Params, prog Progress) (*Results, error) {
 	p = p.withDefaults()
 	res := &Results{Started: time.Now().UTC(), Machine: machine(), Params: p}
+	if e.httpURL != e.srv.URL() {
+		res.RemoteHTTP = e.httpURL
+	}
 	for _, sc := range scenarios {
 		sr, err := runScenario(ctx, e, sc, p, prog)
 		if err != nil {
