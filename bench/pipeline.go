@@ -108,41 +108,8 @@ func (p pipeline) run(ctx context.Context, sh Shape) (Sample, error) {
 	led := newLedger(sh.Timing)
 	src := newSource(sh, led)
 	c, wctx := newCrew(ctx)
-	var producers sync.WaitGroup
-	for range max(sh.Producers, 1) {
-		producers.Add(1)
-		c.spawn(func() error {
-			defer producers.Done()
-			for i, ok := src.claim(wctx); ok; i, ok = src.claim(wctx) {
-				if err := led.enqueuing(i); err != nil {
-					return err
-				}
-				if err := p.produce(wctx, i); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-	}
-	c.spawn(func() error { producers.Wait(); src.done.Store(true); return nil })
-	for w := range max(sh.Workers, 1) {
-		step := p.worker(w)
-		c.spawn(func() error {
-			for !src.finished() {
-				n, err := step(wctx, led)
-				if err != nil {
-					return err
-				}
-				led.fetched(n)
-				if n == 0 {
-					if err := pause(wctx); err != nil {
-						return err
-					}
-				}
-			}
-			return nil
-		})
-	}
+	p.spawnProducers(wctx, c, sh, src, led)
+	p.spawnWorkers(wctx, c, sh, src, led)
 	tl := startTimeline(&led.acked)
 	err := c.wait()
 	elapsed := time.Since(src.start)
@@ -164,6 +131,51 @@ func (p pipeline) run(ctx context.Context, sh Shape) (Sample, error) {
 		s.setLatencies(led.lat)
 	}
 	return s, nil
+}
+
+// spawnProducers starts the producers, and a goroutine that marks the
+// source done once they all returned.
+func (p pipeline) spawnProducers(ctx context.Context, c *crew, sh Shape, src *source, led *ledger) {
+	var producers sync.WaitGroup
+	for range max(sh.Producers, 1) {
+		producers.Add(1)
+		c.spawn(func() error {
+			defer producers.Done()
+			for i, ok := src.claim(ctx); ok; i, ok = src.claim(ctx) {
+				if err := led.enqueuing(i); err != nil {
+					return err
+				}
+				if err := p.produce(ctx, i); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	c.spawn(func() error { producers.Wait(); src.done.Store(true); return nil })
+}
+
+// spawnWorkers starts the workers, which run until every job enqueued
+// was acked.
+func (p pipeline) spawnWorkers(ctx context.Context, c *crew, sh Shape, src *source, led *ledger) {
+	for w := range max(sh.Workers, 1) {
+		step := p.worker(w)
+		c.spawn(func() error {
+			for !src.finished() {
+				n, err := step(ctx, led)
+				if err != nil {
+					return err
+				}
+				led.fetched(n)
+				if n == 0 {
+					if err := pause(ctx); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		})
+	}
 }
 
 // timeline samples a counter every tick into per-second rates.

@@ -3,14 +3,16 @@ package bench
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // latency: enqueue-to-start latency of each side at half of its own
-// maximum round-trip throughput, the maximum measured once (at its first
-// run, usually the warm-up) with the round-trip workload.
+// maximum round-trip throughput, measured in the same run just before
+// (for half the duration), so load that drifts over the rounds moves the
+// pace with it.
 var latency = &Scenario{
 	Name:    "latency",
-	Summary: "enqueue-to-start p50/p99 at 50% of each side's max round-trip throughput (Go API, --workers workers)",
+	Summary: "enqueue-to-start p50/p99 at 50% of each side's max round-trip throughput, measured just before (Go API, --workers workers)",
 	Cases: func(p Params) []Case {
 		sh := p.shape(p.Workers)
 		return []Case{{
@@ -24,20 +26,18 @@ var latency = &Scenario{
 	},
 }
 
-// halfLoad is a side running rt paced at half the throughput rt reached
-// at full speed, timing every job.
+// halfLoad is a side running rt at full speed for half the duration, then
+// paced at half the throughput that reached, timing every job.
 func halfLoad(name string, sh Shape, rt func(context.Context, *Env, Shape) (Sample, error)) Side {
-	var maxRate float64
 	return Side{Name: name, Run: func(ctx context.Context, e *Env) (Sample, error) {
-		if maxRate == 0 {
-			s, err := rt(ctx, e, sh)
-			if err != nil {
-				return s, fmt.Errorf("max throughput: %w", err)
-			}
-			maxRate = s.Metrics[jobsPerSec.Name]
+		full := sh
+		full.Duration = max(sh.Duration/2, time.Millisecond)
+		s, err := rt(ctx, e, full)
+		if err != nil {
+			return s, fmt.Errorf("max throughput: %w", err)
 		}
 		paced := sh
-		paced.Rate, paced.Timing = maxRate/2, true
+		paced.Rate, paced.Timing = s.Metrics[jobsPerSec.Name]/2, true
 		return rt(ctx, e, paced)
 	}}
 }

@@ -139,6 +139,7 @@ func histogram(title, xlabel string, ss ...series) string {
 			top = max(top, counts[i][k])
 		}
 	}
+	top = (top + 3) / 4 * 4 // whole numbers at the ticks
 	var b strings.Builder
 	frame(&b, title, xlabel, "starts", x0, x1, 0, float64(top), names...)
 	bar := float64(plotW) / histogramBins / float64(max(len(ss), 1))
