@@ -81,8 +81,8 @@ func (b *Bar) draw() {
 	const width = 30
 	full := int(frac * width)
 	label := b.label
-	if len(label) > 50 {
-		label = label[:47] + "..."
+	if r := []rune(label); len(r) > 50 {
+		label = string(r[:47]) + "..."
 	}
 	fmt.Fprintf(b.w, "\r\033[K%-18s [%s%s] %3.0f%% %s", b.name, strings.Repeat("#", full), strings.Repeat(".", width-full), frac*100, label)
 }
