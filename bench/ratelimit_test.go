@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 )
@@ -34,7 +35,7 @@ func BenchmarkRateLimitRatio(b *testing.B) {
 	for range b.N {
 		for _, p := range rateLimitPaths {
 			ctx, cancel := context.WithTimeout(context.Background(), *flagTimeout)
-			r, err := e.GoRoundTrip(ctx, sh, "bench-rl-"+p.name, p.body)
+			r, err := e.GoRoundTrip(ctx, sh, "bench-rl-"+strings.ReplaceAll(p.name, "_", "-"), p.body)
 			cancel()
 			if err != nil {
 				b.Fatalf("%s: %v", p.name, err)
