@@ -31,7 +31,8 @@ import (
 //
 //     go test -run '^$' -bench Backpressure -benchtime 1x -count 3 ./bench
 func BenchmarkBackpressure(b *testing.B) {
-	srv := startJetgate(b)
+	env := startEnv(b)
+	srv := env.Server()
 	e := srv.Service()
 	hc := &http.Client{Timeout: 30 * time.Second}
 	defer hc.CloseIdleConnections()
@@ -105,7 +106,7 @@ func enqueueAll(ctx context.Context, svc *admission.Service, queue string, n, pr
 		go func() {
 			defer wg.Done()
 			for i := p; i < n; i += producers {
-				job, err := ojs.ParseJob(jobBody(queue, i))
+				job, err := ojs.ParseJob(jobBody(queue, i, 200))
 				if err == nil {
 					_, err = svc.Enqueue(ctx, job)
 				}
@@ -134,7 +135,7 @@ func rejectLatencies(ctx context.Context, svc *admission.Service, n int) ([]time
 	}
 	out := make([]time.Duration, 0, n)
 	for i := range n {
-		job, err := ojs.ParseJob(jobBody(q, i))
+		job, err := ojs.ParseJob(jobBody(q, i, 200))
 		if err != nil {
 			return nil, err
 		}
@@ -161,7 +162,7 @@ func httpRejectLatencies(ctx context.Context, svc *admission.Service, hc *http.C
 	out := make([]time.Duration, 0, n)
 	for i := range n {
 		start := time.Now()
-		if err := post(ctx, hc, base+"/ojs/v1/jobs", jobBody(q, i), http.StatusTooManyRequests, nil); err != nil {
+		if err := post(ctx, hc, base+"/ojs/v1/jobs", jobBody(q, i, 200), http.StatusTooManyRequests, nil); err != nil {
 			return nil, err
 		}
 		out = append(out, time.Since(start))

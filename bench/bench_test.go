@@ -1,8 +1,12 @@
 package bench
 
 import (
+	"bytes"
 	"context"
+	"flag"
+	"os"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,9 +15,78 @@ import (
 	"github.com/jetgate/jetgate/admission/ojs"
 )
 
-// Every benchmark stops its jetgate, clients and goroutines (STYLE 14).
+// Every benchmark and test stops its jetgate, clients and goroutines
+// (STYLE 14).
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
+}
+
+// Shape of a go test -bench run. Flags win over the BENCH_* environment
+// variables, which win over the defaults:
+// go test -bench '^BenchmarkRatio$' ./bench -args -bench.jobs=50000
+var (
+	flagProducers = flag.Int("bench.producers", envInt("BENCH_PRODUCERS", 8), "producer goroutines per path (env BENCH_PRODUCERS)")
+	flagWorkers   = flag.Int("bench.workers", envInt("BENCH_WORKERS", 32), "worker goroutines per path (env BENCH_WORKERS)")
+	flagJobs      = flag.Int("bench.jobs", envInt("BENCH_JOBS", 20_000), "jobs per path in BenchmarkRatio (env BENCH_JOBS)")
+	flagTimeout   = flag.Duration("bench.timeout", envDuration("BENCH_TIMEOUT", 5*time.Minute), "give up on one path run after this long (env BENCH_TIMEOUT)")
+)
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+func envDuration(name string, def time.Duration) time.Duration {
+	if v, err := time.ParseDuration(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+// defaultShape is jobs jobs over the producers and workers of the flags.
+func defaultShape(jobs int) Shape {
+	return Shape{Jobs: jobs, Producers: max(*flagProducers, 1), Workers: max(*flagWorkers, 1)}
+}
+
+// startEnv starts jetgate (embedded nats-server on file storage in a
+// temp dir) and the raw baseline, and stops them when tb ends.
+func startEnv(tb testing.TB) *Env {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	e, err := Start(ctx, EnvConfig{DataDir: tb.TempDir()})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		if err := e.Close(); err != nil {
+			tb.Errorf("close: %v", err)
+		}
+	})
+	return e
+}
+
+// A path runs sh.Jobs round trips.
+type pathFunc func(ctx context.Context, e *Env, sh Shape) (Sample, error)
+
+// paths are the round-trip workloads, baseline first. ratioTo names the
+// baseline a path is compared with in BenchmarkRatio.
+var paths = []struct {
+	name    string
+	run     pathFunc
+	ratioTo string
+}{
+	{name: "raw", run: func(ctx context.Context, e *Env, sh Shape) (Sample, error) { return e.RawRoundTrip(ctx, sh, false, 1) }},
+	{name: "raw_async", run: func(ctx context.Context, e *Env, sh Shape) (Sample, error) { return e.RawRoundTrip(ctx, sh, true, 1) }},
+	{name: "raw_batch", run: func(ctx context.Context, e *Env, sh Shape) (Sample, error) { return e.RawRoundTrip(ctx, sh, false, 10) }},
+	{name: "go", run: func(ctx context.Context, e *Env, sh Shape) (Sample, error) {
+		return e.GoRoundTrip(ctx, sh, "bench-go", nil)
+	}, ratioTo: "raw"},
+	{name: "http", run: func(ctx context.Context, e *Env, sh Shape) (Sample, error) {
+		return e.HTTPRoundTrip(ctx, sh, "bench-http")
+	}, ratioTo: "raw"},
 }
 
 // BenchmarkRoundTrip runs b.N enqueue→fetch→ack round trips per path on
@@ -24,12 +97,10 @@ func TestMain(m *testing.M) {
 //
 //	go test -run '^$' -bench RoundTrip -benchtime 20000x ./bench
 func BenchmarkRoundTrip(b *testing.B) {
-	sh := defaultShape(0)
-	e := setup(b, sh)
+	e := startEnv(b)
 	for _, p := range paths {
 		b.Run(p.name, func(b *testing.B) {
-			sh := sh
-			sh.jobs = b.N
+			sh := defaultShape(b.N)
 			ctx, cancel := context.WithTimeout(context.Background(), *flagTimeout)
 			defer cancel()
 			b.ReportAllocs()
@@ -39,9 +110,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 			if err != nil {
 				b.Fatalf("%s: %v", p.name, err)
 			}
-			b.ReportMetric(float64(b.N)/r.elapsed.Seconds(), "jobs/s")
-			b.ReportMetric(float64(r.fetches)/float64(b.N), "fetches/job")
-			b.ReportMetric(float64(r.empty)/float64(b.N), "empty/job")
+			b.ReportMetric(r.Metrics["jobs/s"], "jobs/s")
 		})
 	}
 }
@@ -54,13 +123,13 @@ func BenchmarkRoundTrip(b *testing.B) {
 //
 // raw runs first and again last, and the faster of the two is the
 // baseline: load that drifts during the iteration is seen by it, and a raw
-// run that collapses (Fetch(1)+ack on a file-stored WorkQueue stream
-// sometimes drops to ~1k/s, DESIGN "Speed") cannot make jetgate look good.
+// run that collapses cannot make jetgate look good. `jetgate bench
+// roundtrip` measures the same in time-boxed rounds.
 //
 //	go test -run '^$' -bench '^BenchmarkRatio$' -benchtime 1x -count 3 ./bench
 func BenchmarkRatio(b *testing.B) {
 	sh := defaultShape(*flagJobs)
-	e := setup(b, sh)
+	e := startEnv(b)
 	order := append(paths[:len(paths):len(paths)], paths[0])
 	elapsed := make(map[string]time.Duration, len(paths))
 	b.ResetTimer()
@@ -73,10 +142,9 @@ func BenchmarkRatio(b *testing.B) {
 			if err != nil {
 				b.Fatalf("%s: %v", p.name, err)
 			}
-			b.Logf("%-9s %8.0f jobs/s  %5.2f fetches/job  %5.2f empty/job", p.name,
-				float64(sh.jobs)/r.elapsed.Seconds(), float64(r.fetches)/float64(sh.jobs), float64(r.empty)/float64(sh.jobs))
-			if d, ok := took[p.name]; !ok || r.elapsed < d {
-				took[p.name] = r.elapsed
+			b.Logf("%-9s %8.0f jobs/s", p.name, r.Metrics["jobs/s"])
+			if d, ok := took[p.name]; !ok || r.Elapsed < d {
+				took[p.name] = r.Elapsed
 			}
 		}
 		for name, d := range took {
@@ -84,7 +152,7 @@ func BenchmarkRatio(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	rate := func(name string) float64 { return float64(sh.jobs*b.N) / elapsed[name].Seconds() }
+	rate := func(name string) float64 { return float64(sh.Jobs*b.N) / elapsed[name].Seconds() }
 	for _, p := range paths {
 		b.ReportMetric(rate(p.name), p.name+"_jobs/s")
 		if p.ratioTo != "" {
@@ -96,36 +164,61 @@ func BenchmarkRatio(b *testing.B) {
 // TestPaths checks the workloads themselves on a few jobs: each path
 // completes every job exactly once. It measures nothing.
 func TestPaths(t *testing.T) {
-	sh := shape{jobs: 100, producers: 2, workers: 4}
-	e := setup(t, sh)
+	sh := Shape{Jobs: 100, Producers: 2, Workers: 4}
+	e := startEnv(t)
 	for _, p := range paths {
 		t.Run(p.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			if _, err := p.run(ctx, e, sh); err != nil {
+			s, err := p.run(ctx, e, sh)
+			if err != nil {
 				t.Fatal(err)
+			}
+			if s.Ops != 100 {
+				t.Errorf("%d jobs done, want 100", s.Ops)
 			}
 		})
 	}
 }
 
-// TestPayloads checks that jobs and raw messages are payloadSize bytes and
-// carry their index where the workers read it.
+// TestPayloads checks that jobs and raw messages are the size asked for
+// and carry their index where the workers read it.
 func TestPayloads(t *testing.T) {
-	for _, i := range []int{0, 7, 19_999, 1_000_000} {
-		body := jobBody("bench-go-1", i)
-		if len(body) != payloadSize {
-			t.Errorf("job %d: body is %d bytes, want %d", i, len(body), payloadSize)
-		}
-		job, err := ojs.ParseJob(body)
-		if err != nil {
-			t.Fatalf("job %d: %v", i, err)
-		}
-		if got, err := argIndex(job.Args); err != nil || got != i {
-			t.Errorf("job %d: argIndex = %d, %v", i, got, err)
-		}
-		if got, err := strconv.Atoi(string(payload(i)[:8])); err != nil || got != i {
-			t.Errorf("raw %d: index = %d, %v", i, got, err)
+	for _, size := range []int{200, 1024} {
+		for _, i := range []int{0, 7, 19_999, 1_000_000} {
+			body := jobBody("bench-go-1", i, size)
+			if len(body) != size {
+				t.Errorf("job %d: body is %d bytes, want %d", i, len(body), size)
+			}
+			job, err := ojs.ParseJob(body)
+			if err != nil {
+				t.Fatalf("job %d: %v", i, err)
+			}
+			if got, err := argIndex(job.Args); err != nil || got != i {
+				t.Errorf("job %d: argIndex = %d, %v", i, got, err)
+			}
+			p := payload(i, size)
+			if got, err := strconv.Atoi(string(p[:8])); err != nil || got != i || len(p) != size {
+				t.Errorf("raw %d: index = %d, %v, %d bytes", i, got, err, len(p))
+			}
 		}
 	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the bar's redraw goroutine.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

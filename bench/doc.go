@@ -1,69 +1,75 @@
 // Package bench measures jetgate end to end against raw JetStream on the
-// same embedded nats-server, in the same process and the same run, so the
-// numbers that matter are ratios, not absolute rates (STYLE 15, DESIGN
-// "Speed"). It has no production code: everything lives in _test files and
-// `go test ./...` only runs a few quick checks of the workloads.
+// same NATS server, in the same process and the same run, so the numbers
+// that matter are ratios, not absolute rates (STYLE 15, DESIGN "Speed").
+// `jetgate bench` runs it; the go test -bench functions beside it are thin
+// wrappers over the same workloads.
 //
 // # What is measured
 //
-// A round trip is one job's life: enqueue → fetch → ack. Every path runs
-// the same shape: P producer goroutines and W worker goroutines (default 8
-// and 32) running at once over N jobs, each job acked exactly once.
-// Workers take one job at a time, as the OJS clients do, and sleep 1 ms
-// after an empty fetch. The clock runs from the first enqueue to the last
-// ack; the run fails unless every job index was completed exactly once
-// (and, for jetgate, N distinct job ids were acked).
+// A round trip is one job's life: enqueue → fetch → ack. Every round-trip
+// workload has the same shape (Shape): producer and worker goroutines
+// running at once, either for a job count or for a duration, each job
+// acked exactly once. Workers take one job at a time, as the OJS clients
+// do, and sleep 1 ms after an empty fetch. Producers hold back while more
+// than MaxBacklog jobs are enqueued and not yet acked, so neither side runs
+// against a deep backlog (Fetch(1) on a deep file-stored WorkQueue stream
+// collapses, DESIGN "Speed") and a time-boxed run drains in moments. The
+// clock runs from the first enqueue to the last ack; a run fails unless
+// every job enqueued was completed exactly once (and, for jetgate, as
+// many distinct job ids were acked).
 //
-//   - raw: the baseline. A WorkQueue stream BENCH_RAW (file storage,
-//     subjects bench.raw.>, 200-byte messages) with a durable pull consumer
+//   - raw (Env.RawRoundTrip): the baseline. A WorkQueue stream BENCH_RAW
+//     (file storage, subjects bench.raw.>) with a durable pull consumer
 //     per run. Producers publish synchronously (js.Publish waits for the
 //     stored ack, as an enqueue request does); workers FetchNoWait(1) +
 //     Ack, then the connection is flushed so every ack reached the server.
-//   - raw_async: the same with pipelined PublishAsync, for context: how far
-//     publishing alone can go.
-//   - raw_batch: the same with FetchNoWait(10), for context: the cost of
-//     fetching one message at a time.
-//   - go: the admission service in-process (app.Server.Service()):
-//     Enqueue(ojs.ParseJob(body)), Fetch(count 1), Ack, with bodies of
-//     about 200 bytes on a queue of their own.
-//   - http: the HTTP binding as a client in another language would use it:
-//     POST /ojs/v1/jobs, /ojs/v1/workers/fetch and /ojs/v1/workers/ack over
-//     keep-alive connections.
+//   - go (Env.GoRoundTrip): the admission service in-process
+//     (app.Server.Service()): Enqueue(ojs.ParseJob(body)), Fetch(count 1),
+//     Ack, on a queue of its own.
+//   - http (Env.HTTPRoundTrip): the HTTP binding as a client in another
+//     language would use it: POST /ojs/v1/jobs, /ojs/v1/workers/fetch and
+//     /ojs/v1/workers/ack over keep-alive connections.
 //
-// jetgate and its embedded nats-server run in the test process, and so do
-// the clients: a profile shows the server-side cost of every path, and
-// allocs/op counts client, jetgate and nats-server together.
+// jetgate, its embedded nats-server and the clients share the process: a
+// profile shows the server-side cost of every path, and allocs/op counts
+// them all together.
+//
+// # Scenarios
+//
+// A Scenario is a few Cases; a Case compares two Sides on one workload:
+// usually raw JetStream and jetgate, and where the question is what a
+// feature costs (a rate limit, a queue bound, priority levels), jetgate
+// without the feature and jetgate with it — the report names both sides.
+// Run gives each case a warm-up round, then Params.Rounds rounds in which
+// both sides run back to back, the baseline first in even rounds and
+// jetgate first in odd ones. It reports each metric's median and range
+// per side and the median of the per-round ratios jetgate/baseline, which
+// holds on a noisy machine far better than absolute rates. Nothing fails
+// for being slow: only errors (a job lost or acked twice, a request that
+// failed) stop a run.
+//
+// Adding a scenario takes one self-contained file, scenario_<name>.go,
+// declaring a *Scenario (its cases and sides, built from Env's workloads
+// or its own), and one line in registry.go. The harness test runs every
+// registered scenario at tiny sizes, so a new one is covered at once.
 //
 // # Running
 //
-// The ratios the issue sets targets for (go ≥ 0.35, http ≥ 0.20 of raw),
-// all paths once per iteration on BENCH_JOBS jobs, one line per run:
+//	jetgate bench                      # every scenario, report in bench-results/<time>/
+//	jetgate bench roundtrip latency    # some of them
+//
+// The go test -bench functions, for benchstat and profiles:
 //
 //	go test -run '^$' -bench '^BenchmarkRatio$' -benchtime 1x -count 3 ./bench
-//
-// Per-path numbers for benchstat, b.N jobs per path (jobs/s, fetches/job,
-// empty/job, B/op and allocs/op per job):
-//
 //	go test -run '^$' -bench RoundTrip -benchtime 20000x ./bench
-//
-// Where the time goes in one path (the embedded server included):
-//
 //	go test -run '^$' -bench 'RoundTrip/go$' -benchtime 20000x -cpuprofile cpu.out ./bench
 //	go tool pprof -top -nodecount 40 bench.test cpu.out
 //
-// The shape is set by flags after -args (-bench.producers, -bench.workers,
-// -bench.jobs, -bench.timeout) or by the environment variables
-// BENCH_PRODUCERS, BENCH_WORKERS, BENCH_JOBS (default 20000) and
+// Their shape is set by flags after -args (-bench.producers,
+// -bench.workers, -bench.jobs, -bench.timeout) or by the environment
+// variables BENCH_PRODUCERS, BENCH_WORKERS, BENCH_JOBS (default 20000) and
 // BENCH_TIMEOUT (default 5m, per path run).
 //
-// # Reading the numbers
-//
-// go_ratio and http_ratio are jetgate's jobs/s over raw's in the same
-// process and run (BenchmarkRatio runs raw first and again last and
-// takes the faster, see its comment); absolute rates move with the machine and whatever else
-// runs on it, ratios much less. On a shared machine run -count 3 or more
-// and compare medians. fetches/job above 1 and empty/job show how
-// much of a path's work is workers polling an empty queue: producers
-// rather than workers then set the pace. raw_async and raw_batch are not
-// baselines for a ratio; they bound what pipelining could win.
+// This package never runs in a server: it only starts one, in-process,
+// for as long as a run lasts, and Env.Close removes what it created.
 package bench

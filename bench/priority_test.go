@@ -11,14 +11,6 @@ import (
 	"github.com/jetgate/jetgate/admission/ojs"
 )
 
-// levelsBody spreads jobs over n priority levels (0..n-1).
-func levelsBody(n int) func(queue string, i int) []byte {
-	return func(queue string, i int) []byte {
-		b := jobBody(queue, i)
-		return append(b[:len(b)-1], fmt.Appendf(nil, `,"priority":%d}`, i%n)...)
-	}
-}
-
 // BenchmarkPriorityLevels runs the Go round trip with jobs spread over 1,
 // 10 and 256 priority levels and reports each one's jobs/s and the ratio
 // of 10 and 256 levels to 1 (the priority issue's target: >= 0.7 for 256).
@@ -26,24 +18,24 @@ func levelsBody(n int) func(queue string, i int) []byte {
 //	go test -run '^$' -bench PriorityLevels -benchtime 1x -count 2 ./bench
 func BenchmarkPriorityLevels(b *testing.B) {
 	sh := defaultShape(*flagJobs)
-	e := setup(b, sh)
+	e := startEnv(b)
 	levels := []int{1, 10, 256}
 	elapsed := map[int]time.Duration{}
 	b.ResetTimer()
 	for range b.N {
 		for _, n := range levels {
 			ctx, cancel := context.WithTimeout(context.Background(), *flagTimeout)
-			r, err := goPathBody(fmt.Sprintf("bench-lv%d", n), levelsBody(n))(ctx, e, sh)
+			r, err := e.GoRoundTrip(ctx, sh, fmt.Sprintf("bench-lv%d", n), levelsBody(n))
 			cancel()
 			if err != nil {
 				b.Fatalf("%d levels: %v", n, err)
 			}
-			b.Logf("%3d levels %8.0f jobs/s", n, float64(sh.jobs)/r.elapsed.Seconds())
-			elapsed[n] += r.elapsed
+			b.Logf("%3d levels %8.0f jobs/s", n, r.Metrics["jobs/s"])
+			elapsed[n] += r.Elapsed
 		}
 	}
 	b.StopTimer()
-	rate := func(n int) float64 { return float64(sh.jobs*b.N) / elapsed[n].Seconds() }
+	rate := func(n int) float64 { return float64(sh.Jobs*b.N) / elapsed[n].Seconds() }
 	for _, n := range levels {
 		b.ReportMetric(rate(n), fmt.Sprintf("levels_%d_jobs/s", n))
 		if n > 1 {
@@ -59,15 +51,14 @@ func BenchmarkPriorityLevels(b *testing.B) {
 //	go test -run '^$' -bench UrgentLatency -benchtime 1x ./bench
 func BenchmarkUrgentLatency(b *testing.B) {
 	const backlog, probes = 100_000, 200
-	sh := defaultShape(backlog)
-	e := setup(b, sh)
-	svc := e.srv.Service()
+	e := startEnv(b)
+	svc := e.Server().Service()
 	ctx, cancel := context.WithTimeout(context.Background(), *flagTimeout)
 	defer cancel()
 	queue := fmt.Sprintf("bench-urgent-%d", nextRun())
 	batch := make([]*ojs.Job, 0, 500)
 	for i := range backlog {
-		j, err := ojs.ParseJob(levelsBody(5)(queue, 4+5*i))
+		j, err := ojs.ParseJob(levelsBody(5)(queue, 4+5*i, 200))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -82,7 +73,7 @@ func BenchmarkUrgentLatency(b *testing.B) {
 	var lat []float64
 	for range b.N {
 		for i := range probes {
-			j, err := ojs.ParseJob(levelsBody(1)(queue, i))
+			j, err := ojs.ParseJob(levelsBody(1)(queue, i, 200))
 			if err != nil {
 				b.Fatal(err)
 			}

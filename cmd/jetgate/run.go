@@ -20,10 +20,12 @@ Usage:
 
 Commands:
   serve     run the OJS HTTP server (with an embedded NATS server by default)
+  bench     measure jetgate against raw JetStream on this machine
   version   print the version, git commit and Go version
   help      show this help, or "jetgate help <command>" for a command's
 
-Run "jetgate serve --help" for every serve flag and its environment variable.
+Run "jetgate serve --help" for every serve flag and its environment variable,
+"jetgate bench --help" for the benchmark scenarios.
 `
 
 // command is a subcommand: its help text and what it does with its args.
@@ -35,6 +37,7 @@ type command struct {
 func commands() map[string]command {
 	return map[string]command{
 		"serve":   {usage: serveUsage(), run: runServe},
+		"bench":   {usage: benchUsage(), run: runBench},
 		"version": {usage: versionUsage, run: runVersion},
 		"help":    {usage: helpUsage, run: runHelp},
 	}

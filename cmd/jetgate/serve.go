@@ -14,14 +14,19 @@ import (
 	"github.com/jetgate/jetgate/cmd/jetgate/app"
 )
 
-// envPrefix prefixes the environment variable of every serve flag:
+// envPrefix prefixes the environment variable of every flag:
 // --data-dir is JETGATE_DATA_DIR.
 const envPrefix = "JETGATE_"
 
-// envName returns the environment variable that sets a flag.
+// envName returns the environment variable that sets a serve flag.
 func envName(flag string) string {
 	return envPrefix + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
 }
+
+// benchEnvName returns the environment variable that sets a bench flag:
+// --nats-url is JETGATE_BENCH_NATS_URL, so the JETGATE_NATS_URL of a
+// server's environment never points a benchmark at its NATS.
+func benchEnvName(flag string) string { return envName("bench-" + flag) }
 
 // flagGroup lists flags in the order the help shows them; arg names the
 // flag's value in the help ("" for none).
@@ -103,12 +108,23 @@ func parseServe(args []string, lookupEnv func(string) (string, bool)) (app.Confi
 	if fs.NArg() > 0 {
 		return cfg, fmt.Errorf("serve takes no arguments, got %q", fs.Arg(0))
 	}
+	if err := applyEnv(fs, envName, lookupEnv); err != nil {
+		return cfg, err
+	}
+	if cfg.DefaultGracePeriod == 0 {
+		cfg.DefaultGracePeriod = -1 // "0s": no grace period (app.Config reads 0 as the default)
+	}
+	return cfg, validateServe(cfg)
+}
+
+// applyEnv sets every flag of fs not given on the command line from its
+// environment variable envOf(name), if set and not empty.
+func applyEnv(fs *flag.FlagSet, envOf func(string) string, lookupEnv func(string) (string, bool)) error {
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-
 	var errs []error
 	fs.VisitAll(func(f *flag.Flag) {
-		env := envName(f.Name)
+		env := envOf(f.Name)
 		v, ok := lookupEnv(env)
 		if given[f.Name] || !ok || v == "" {
 			return
@@ -117,13 +133,7 @@ func parseServe(args []string, lookupEnv func(string) (string, bool)) (app.Confi
 			errs = append(errs, fmt.Errorf("invalid value %q for %s: %v", v, env, err))
 		}
 	})
-	if err := errors.Join(errs...); err != nil {
-		return cfg, err
-	}
-	if cfg.DefaultGracePeriod == 0 {
-		cfg.DefaultGracePeriod = -1 // "0s": no grace period (app.Config reads 0 as the default)
-	}
-	return cfg, validateServe(cfg)
+	return errors.Join(errs...)
 }
 
 // validateServe checks what the command itself uses; app.Run validates the

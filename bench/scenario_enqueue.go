@@ -1,0 +1,34 @@
+package bench
+
+import "context"
+
+// enqueueBatch is the size of a batch in the enqueue scenario.
+const enqueueBatch = 100
+
+// enqueue: producers only, no worker: one job per call, and batches.
+var enqueue = &Scenario{
+	Name:    "enqueue",
+	Summary: "enqueue only, --workers producers: Enqueue vs a stored publish, and EnqueueBatch(100) vs 100 pipelined publishes",
+	Cases: func(p Params) []Case {
+		sh := p.shape(p.Workers)
+		side := func(name string, run func(context.Context, *Env) (Sample, error)) Side {
+			return Side{Name: name, Run: run}
+		}
+		return []Case{
+			{
+				Name: "single", Metrics: []Metric{jobsPerSec},
+				Baseline: side("raw publish", func(ctx context.Context, e *Env) (Sample, error) { return e.RawEnqueue(ctx, sh, 1) }),
+				Jetgate:  side("jetgate Enqueue", func(ctx context.Context, e *Env) (Sample, error) { return e.GoEnqueue(ctx, sh, "", 1) }),
+			},
+			{
+				Name: "batch of 100", Metrics: []Metric{jobsPerSec}, Target: 0.5,
+				Baseline: side("raw async publish ×100", func(ctx context.Context, e *Env) (Sample, error) {
+					return e.RawEnqueue(ctx, sh, enqueueBatch)
+				}),
+				Jetgate: side("jetgate EnqueueBatch", func(ctx context.Context, e *Env) (Sample, error) {
+					return e.GoEnqueue(ctx, sh, "", enqueueBatch)
+				}),
+			},
+		}
+	},
+}

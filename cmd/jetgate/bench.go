@@ -1,0 +1,196 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/jetgate/jetgate/bench"
+)
+
+// benchConfig is what `jetgate bench` is told.
+type benchConfig struct {
+	scenarios []string
+	params    bench.Params
+	payload   byteSize
+	jsonOut   bool
+	out       string
+	dataDir   string
+	natsURL   string
+	url       string
+}
+
+var benchFlagOrder = [][2]string{
+	{"duration", "DURATION"}, {"rounds", "N"}, {"workers", "N"}, {"payload-bytes", "SIZE"},
+	{"out", "DIR"}, {"json", ""}, {"data-dir", "DIR"}, {"nats-url", "URL"}, {"url", "URL"},
+}
+
+func newBenchFlags(c *benchConfig) *flag.FlagSet {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	fs.DurationVar(&c.params.Duration, "duration", time.Second, "How long each side runs in each round of each case. Longer runs steady the numbers; the whole run grows in proportion.")
+	fs.IntVar(&c.params.Rounds, "rounds", 3, "Measured rounds per case, after one warm-up round. Each round runs the baseline and jetgate back to back, alternating which goes first.")
+	fs.IntVar(&c.params.Workers, "workers", 8, "Worker (and producer) goroutines of the many-workers cases; roundtrip also runs with 1.")
+	c.payload = 200
+	fs.Var(&c.payload, "payload-bytes", "Size of each job's payload (and of each raw message), in bytes or with a unit: 200, 4KiB.")
+	fs.StringVar(&c.out, "out", "bench-results", "Directory under which each run writes <timestamp>/report.md, results.json and SVG plots.")
+	fs.BoolVar(&c.jsonOut, "json", false, "Print results.json to stdout instead of the table (progress then goes to stderr).")
+	fs.StringVar(&c.dataDir, "data-dir", "", "Where the embedded NATS server stores JetStream data (default: a temporary directory, removed afterwards).")
+	fs.StringVar(&c.natsURL, "nats-url", "", "Run both jetgate and the raw baseline on this NATS server instead of an embedded one. The bench creates streams named BENCH_* and jetgate's own.")
+	fs.StringVar(&c.url, "url", "", "Send the HTTP cases to this running jetgate (e.g. http://127.0.0.1:8080) instead of the in-process one.")
+	return fs
+}
+
+func parseBench(args []string, lookupEnv func(string) (string, bool)) (benchConfig, error) {
+	var c benchConfig
+	fs := newBenchFlags(&c)
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if err := applyEnv(fs, benchEnvName, lookupEnv); err != nil {
+		return c, err
+	}
+	c.scenarios = fs.Args()
+	if _, err := bench.Lookup(c.scenarios...); err != nil {
+		return c, err
+	}
+	switch {
+	case c.params.Duration <= 0:
+		return c, fmt.Errorf("--duration must be positive, got %s", c.params.Duration)
+	case c.params.Rounds < 1:
+		return c, fmt.Errorf("--rounds must be at least 1, got %d", c.params.Rounds)
+	case c.params.Workers < 1:
+		return c, fmt.Errorf("--workers must be at least 1, got %d", c.params.Workers)
+	case c.payload < 64 || c.payload > 1<<20:
+		return c, fmt.Errorf("--payload-bytes must be 64B..1MiB, got %d", c.payload)
+	}
+	c.params.PayloadBytes = int(c.payload)
+	return c, nil
+}
+
+func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c, err := parseBench(args, os.LookupEnv)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, benchUsage())
+		return nil
+	}
+	if err != nil {
+		fmt.Fprint(stderr, benchShortUsage)
+		return err
+	}
+	return c.run(ctx, stdout, stderr)
+}
+
+func (c benchConfig) run(ctx context.Context, stdout, stderr io.Writer) error {
+	scenarios, err := bench.Lookup(c.scenarios...)
+	if err != nil {
+		return err
+	}
+	if c.dataDir == "" && c.natsURL == "" {
+		tmp, err := os.MkdirTemp("", "jetgate-bench-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		c.dataDir = tmp
+	}
+	env, err := bench.Start(ctx, bench.EnvConfig{DataDir: c.dataDir, NatsURL: c.natsURL, URL: c.url})
+	if err != nil {
+		return err
+	}
+	progressTo := stdout
+	if c.jsonOut {
+		progressTo = stderr
+	}
+	res, runErr := bench.Run(ctx, env, scenarios, c.params, bench.NewBar(progressTo, bench.IsTerminal(progressTo)))
+	if err := env.Close(); err != nil && runErr == nil {
+		runErr = fmt.Errorf("stop jetgate: %w", err)
+	}
+	if runErr != nil {
+		return runErr
+	}
+	return c.report(res, stdout, progressTo)
+}
+
+// report writes the run's files and shows the table, or the JSON.
+func (c benchConfig) report(res *bench.Results, stdout, notes io.Writer) error {
+	dir := filepath.Join(c.out, res.Started.Format("20060102-150405"))
+	if _, err := bench.Write(dir, res); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	if c.jsonOut {
+		js, err := res.JSON()
+		if err != nil {
+			return err
+		}
+		_, err = stdout.Write(js)
+		fmt.Fprintf(notes, "report: %s\n", filepath.Join(dir, "report.md"))
+		return err
+	}
+	fmt.Fprintf(stdout, "\n%s\n\n%s\nreport: %s\n", res.MachineLine(), res.Table(), filepath.Join(dir, "report.md"))
+	return nil
+}
+
+const benchIntro = `Measures jetgate against raw NATS JetStream on the same machine, in one
+process and one run, and reports ratios jetgate/baseline: absolute rates
+move with the machine and its load, ratios measured side by side much
+less. It starts its own jetgate with an embedded NATS server (or uses
+--nats-url), runs the scenarios named (all of them by default), shows a
+progress bar per scenario, prints a table and writes
+<out>/<timestamp>/report.md, results.json and SVG plots.
+
+Each case runs a warm-up round and then --rounds rounds; in each round
+the baseline and jetgate run for --duration each, back to back, in
+alternating order. The table shows each side's median [min–max] and the
+median ratio. Slow numbers never fail the command; errors (a lost job, a
+failed request) do. The default run takes about three minutes.
+
+Every flag can also be set by the environment variable shown next to it
+(JETGATE_BENCH_<FLAG>, apart from the server's JETGATE_<FLAG>).`
+
+const benchExamples = `Examples:
+  # Everything, default sizes:
+  jetgate bench
+
+  # Only the round trips and latency, longer runs, five rounds:
+  jetgate bench --duration 3s --rounds 5 roundtrip latency
+
+  # Machine-readable results for a script:
+  jetgate bench --json enqueue > results.json
+`
+
+const benchShortUsage = `Usage:
+  jetgate bench [flags] [scenario...]
+
+Run "jetgate bench --help" for the scenarios and every flag.
+`
+
+// benchUsage renders the bench help from the scenarios and flag
+// definitions.
+func benchUsage() string {
+	var c benchConfig
+	fs := newBenchFlags(&c)
+	var b strings.Builder
+	fmt.Fprintf(&b, "Usage:\n  jetgate bench [flags] [scenario...]\n\n%s\n\nScenarios:\n", benchIntro)
+	for _, s := range bench.Scenarios() {
+		fmt.Fprintf(&b, "  %s\n%s", s.Name, wrap(s.Summary, "      ", 78))
+	}
+	b.WriteString("\nFlags:\n")
+	for _, nf := range benchFlagOrder {
+		f := fs.Lookup(nf[0])
+		fmt.Fprintf(&b, "  --%s (%s", strings.TrimSpace(f.Name+" "+nf[1]), benchEnvName(f.Name))
+		if f.DefValue != "" && f.DefValue != "false" {
+			fmt.Fprintf(&b, ", default %s", f.DefValue)
+		}
+		fmt.Fprintf(&b, ")\n%s", wrap(f.Usage, "      ", 78))
+	}
+	fmt.Fprintf(&b, "\n%s", benchExamples)
+	return b.String()
+}
