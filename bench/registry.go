@@ -14,4 +14,5 @@ var registry = []*Scenario{
 	keys10k,
 	backpressure,
 	waiting10k,
+	timeouts10k,
 }

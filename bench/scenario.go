@@ -23,6 +23,8 @@ type Params struct {
 	// shrink them.
 	Keys    int `json:"keys"`
 	Waiting int `json:"waiting"`
+	// Timers is the number of timeouts of timeouts-10k (default 10,000).
+	Timers int `json:"timers"`
 	// NoWarmup skips the warm-up round (tests).
 	NoWarmup bool `json:"no_warmup,omitempty"`
 }
@@ -43,6 +45,9 @@ func (p Params) withDefaults() Params {
 	}
 	if p.Waiting <= 0 {
 		p.Waiting = 10_000
+	}
+	if p.Timers <= 0 {
+		p.Timers = 10_000
 	}
 	return p
 }

@@ -51,13 +51,23 @@ func newBenchFlags(c *benchConfig) *flag.FlagSet {
 func parseBench(args []string, lookupEnv func(string) (string, bool)) (benchConfig, error) {
 	var c benchConfig
 	fs := newBenchFlags(&c)
-	if err := fs.Parse(args); err != nil {
-		return c, err
+	// Flags may come before, between or after scenario names.
+	for rest := args; ; {
+		if err := fs.Parse(rest); err != nil {
+			return c, err
+		}
+		rest = fs.Args()
+		for len(rest) > 0 && (rest[0] == "" || rest[0][0] != '-') {
+			c.scenarios = append(c.scenarios, rest[0])
+			rest = rest[1:]
+		}
+		if len(rest) == 0 {
+			break
+		}
 	}
 	if err := applyEnv(fs, benchEnvName, lookupEnv); err != nil {
 		return c, err
 	}
-	c.scenarios = fs.Args()
 	if _, err := bench.Lookup(c.scenarios...); err != nil {
 		return c, err
 	}

@@ -63,6 +63,11 @@ func TestParseBench(t *testing.T) {
 	if strings.Join(c.scenarios, ",") != "throttle,roundtrip" {
 		t.Errorf("scenarios = %v", c.scenarios)
 	}
+	// Flags after and between scenario names count too.
+	c, err = parseBench([]string{"throttle", "--rounds", "2", "timeouts-10k", "--workers=3"}, lookup(nil))
+	if err != nil || c.params.Rounds != 2 || c.params.Workers != 3 || strings.Join(c.scenarios, ",") != "throttle,timeouts-10k" {
+		t.Errorf("interspersed flags: %v %+v %v", err, c.params, c.scenarios)
+	}
 	for _, tc := range []struct {
 		args    []string
 		wantErr string
