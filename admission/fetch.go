@@ -232,6 +232,15 @@ func (s *Service) fetchLevel(ctx context.Context, queue string, prio, want int) 
 
 // consumer returns the durable pull consumer of a queue level, creating it
 // on first use. Idle consumers are removed by the server after ConsumerIdle.
+//
+// Level consumers keep their state in memory: with one consumer per level
+// in use, writing each one's state file after its acks was a seventh of
+// the CPU of a fetch over 256 levels (bench PriorityLevels: 256/1 levels
+// from 0.22-0.26 to 0.36-0.46 without it). The state is safe to lose: the
+// ready stream is a WorkQueue, so every message not yet acked is still
+// there after a server restart, the consumer is created again, and a
+// message of a job already active is recognised by its held token
+// (lease.go) rather than handed out twice.
 func (s *Service) consumer(ctx context.Context, queue string, prio int) (jetstream.Consumer, error) {
 	name := topology.ReadyConsumer(queue, prio)
 	if c, ok := s.consumers.Load(name); ok {
@@ -246,6 +255,7 @@ func (s *Service) consumer(ctx context.Context, queue string, prio int) (jetstre
 		MaxAckPending:     -1,
 		MaxDeliver:        -1,
 		InactiveThreshold: s.cfg.ConsumerIdle,
+		MemoryStorage:     true,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("consumer %s: %w", name, jobstore.Unavailable(err))

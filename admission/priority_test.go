@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/jetgate/jetgate/admission"
 	"github.com/jetgate/jetgate/admission/ojs"
 	"github.com/jetgate/jetgate/jetstream/natstest"
@@ -276,6 +278,46 @@ func TestFetchOrderOver256Levels_PRI003(t *testing.T) {
 		// all the levels above it.
 		if _, err := b.svc.Ack(ctx, ojs.AckRequest{JobID: jobs[0].ID}); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// Level consumers keep their state in memory (fetch.go): a NATS server
+// restart loses it. Nothing is lost or handed out twice for that: the
+// ready stream (WorkQueue) still holds every unacknowledged message, the
+// consumers are created again, and a redelivered message of a job already
+// active is recognised by its held token (lease.go).
+func TestServerRestartWithMemoryLevelConsumers(t *testing.T) {
+	t.Parallel()
+	s := natstest.RunServer(t)
+	nc, js := natstest.Connect(t, s)
+	b := setupCfg(t, js, admission.Config{})
+	ctx := testCtx(t)
+	active := enqueue(t, b, `{"type":"t.a","args":[],"queue":"restart","priority":1}`)
+	waiting := enqueue(t, b, `{"type":"t.a","args":[],"queue":"restart","priority":3}`)
+	if got := fetch1(t, b, "restart"); got == nil || got.ID != active.ID || got.Internal.HeldAck == "" {
+		t.Fatalf("fetch before the restart: %+v", got)
+	}
+	natstest.RestartServer(t, s)
+	natstest.WaitStatus(t, nc, nats.CONNECTED)
+	var got *ojs.Job
+	deadline := time.Now().Add(20 * time.Second)
+	for got == nil && time.Now().Before(deadline) {
+		jobs, err := b.svc.Fetch(ctx, ojs.FetchRequest{Queues: []string{"restart"}, WorkerID: "w2"})
+		if err == nil && len(jobs) > 0 {
+			got = jobs[0]
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got == nil || got.ID != waiting.ID {
+		t.Fatalf("after the restart the waiting job comes next, and only it: %+v", got)
+	}
+	if jobs, err := b.svc.Fetch(ctx, ojs.FetchRequest{Queues: []string{"restart"}, WorkerID: "w3"}); err != nil || len(jobs) != 0 {
+		t.Fatalf("the active job was handed out again: %v %+v", err, jobs)
+	}
+	for _, id := range []string{active.ID, waiting.ID} {
+		if _, err := b.svc.Ack(ctx, ojs.AckRequest{JobID: id}); err != nil {
+			t.Fatalf("ack %s after the restart: %v", id, err)
 		}
 	}
 }
