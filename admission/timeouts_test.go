@@ -52,18 +52,25 @@ func checkTimeoutError(t *testing.T, e *ojs.JobError, typ, kind string, limitMs 
 const oneRetry = `"retry":{"max_attempts":2,"initial_interval_ms":60000,"jitter":false}`
 const noRetry = `"retry":{"max_attempts":1}`
 
+// retryRows are the two rows of section 8 per timeout kind: with attempts
+// left, and without. q is a queue of the row's own.
+var retryRows = []struct {
+	name, retry, q string
+	want           ojs.State
+}{
+	{"retries remaining", oneRetry, "retries-remaining", ojs.StateRetryable},
+	{"retries exhausted", noRetry, "retries-exhausted", ojs.StateDiscarded},
+}
+
 // Section 8, rows 1 and 2: the execution timeout ends the attempt at
 // started_at + timeout + grace_period: retryable while attempts remain,
 // discarded after, error type "timeout", kind "execution".
 func TestExecutionTimeoutRetryableThenDiscarded(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	for _, tc := range []struct {
-		name, retry string
-		want        ojs.State
-	}{{"retries remaining", oneRetry, ojs.StateRetryable}, {"retries exhausted", noRetry, ojs.StateDiscarded}} {
+	for _, tc := range retryRows {
 		t.Run(tc.name, func(t *testing.T) {
-			q := strings.ReplaceAll(strings.ToLower(tc.name), " ", "-")
+			q := tc.q
 			j := enqueue(t, b, `{"type":"t.a","args":[],"queue":"`+q+`","timeout_ms":600,"grace_period":0,`+tc.retry+`}`)
 			got := fetch1(t, b, q)
 			if got == nil || got.ID != j.ID {
@@ -142,12 +149,9 @@ func TestHeartbeatsDoNotOutliveExecutionTimeout(t *testing.T) {
 func TestHeartbeatTimeoutStalls(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	for _, tc := range []struct {
-		name, retry string
-		want        ojs.State
-	}{{"retries remaining", oneRetry, ojs.StateRetryable}, {"retries exhausted", noRetry, ojs.StateDiscarded}} {
+	for _, tc := range retryRows {
 		t.Run(tc.name, func(t *testing.T) {
-			q := strings.ReplaceAll(strings.ToLower(tc.name), " ", "-")
+			q := tc.q
 			j := enqueue(t, b, `{"type":"t.a","args":[],"queue":"`+q+`","heartbeat_timeout_ms":700,`+tc.retry+`}`)
 			fetch1(t, b, q)
 			done := waitState(t, b, j.ID, tc.want, 15*time.Second)
