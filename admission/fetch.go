@@ -264,11 +264,6 @@ func (s *Service) consumer(ctx context.Context, queue string, prio int) (jetstre
 	return c, nil
 }
 
-// maxOrphanDeliveries bounds how often a ready message whose record does
-// not exist is retried: the enqueue that published it is still writing
-// the record, or died before it did (then the job was never accepted).
-const maxOrphanDeliveries = 5
-
 // claim turns one ready message into an active job, or returns nil when
 // the message is stale (the job moved on) or the job expired. It is one
 // transition of the job; what happens to the message follows from the
@@ -419,17 +414,35 @@ func (s *Service) activate(j *ojs.Job, req ojs.FetchRequest, now time.Time) *ojs
 // the write) leaves it to be dropped after them.
 var errEarly = errors.New("ready message ahead of its record")
 
-// orphan puts back a ready message whose record does not exist yet, with
-// a growing delay (50 ms, 100 ms, ... 800 ms), and drops it after that: an
-// enqueue writes its record right after the message, so a record that is
-// still missing then belongs to an enqueue that failed.
+// orphan puts back a ready message whose record does not exist yet, or
+// is not yet at the change the message was published for (retryOrphan),
+// and drops it once that is too old to land.
 func (s *Service) orphan(msg jetstream.Msg) {
-	md, err := msg.Metadata()
-	if err == nil && md.NumDelivered < maxOrphanDeliveries {
-		_ = msg.NakWithDelay(50 * time.Millisecond << (md.NumDelivered - 1))
-		return
+	if !retryOrphan(msg) {
+		_ = msg.TermWithReason("job record never reached the change this message was published for")
 	}
-	_ = msg.TermWithReason("job record does not exist")
+}
+
+// orphanWindow is how long a message whose record change has not landed
+// keeps coming back. A transition publishes its messages first and writes
+// the record right after, so the record normally follows within
+// milliseconds; on a cluster electing a new leader (a node restart) the
+// write can take seconds. Only after the window is the transition taken as
+// failed (its process died between the message and the write) and the
+// message dropped: dropping it sooner strands a job whose write was only
+// slow — active with no lease, or available with no ready message.
+const orphanWindow = 2 * time.Minute
+
+// retryOrphan puts msg back with a growing delay (50 ms doubling to 3.2 s)
+// while it is younger than orphanWindow; false means the window is over.
+func retryOrphan(msg jetstream.Msg) bool {
+	md, err := msg.Metadata()
+	if err != nil || time.Since(md.Timestamp) > orphanWindow {
+		return false
+	}
+	n := min(max(md.NumDelivered, 1), 7)
+	_ = msg.NakWithDelay(50 * time.Millisecond << (n - 1))
+	return true
 }
 
 // recordStart records a claim in the stats, metrics and events.

@@ -60,11 +60,11 @@ func (s *Service) onTimer(msg jetstream.Msg) {
 		_ = msg.TermWithReason("unknown timer kind " + kind)
 		return
 	}
-	if errors.Is(err, errEarly) {
-		// Fired before its record was written: look again shortly, a few
-		// times (a transition whose process died never lands).
-		if md, mdErr := msg.Metadata(); mdErr == nil && md.NumDelivered < maxOrphanDeliveries {
-			_ = msg.NakWithDelay(50 * time.Millisecond << (md.NumDelivered - 1))
+	if errors.Is(err, errEarly) || (kind == topology.TimerExpire && isNotFound(err)) {
+		// Fired before its record change landed (an expire timer is
+		// written before the record is created): look again shortly,
+		// until the change is too old to land (retryOrphan).
+		if retryOrphan(msg) {
 			return
 		}
 	}
