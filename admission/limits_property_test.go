@@ -257,7 +257,7 @@ func runRateLimitProperties(t *testing.T, svcs []*admission.Service, run propRun
 					continue
 				}
 				a.end = time.Now()
-				completed, err := ackJob(ctx, svc, j.ID, run.midRun != nil)
+				completed, err := ackJob(ctx, svc, j, run.midRun != nil)
 				if err != nil {
 					t.Errorf("ack %s: %v", j.ID, err)
 					return
@@ -403,12 +403,13 @@ func checkLimits(t *testing.T, attempts []attempt, byKey map[string]keyPolicy) {
 // ackJob acks an active job. With tolerate set, errors are retried until
 // the outcome is known: completed (by this ack or an earlier try whose
 // answer was lost) or not (the attempt stalled meanwhile).
-func ackJob(ctx context.Context, svc *admission.Service, id string, tolerate bool) (bool, error) {
+func ackJob(ctx context.Context, svc *admission.Service, j *ojs.Job, tolerate bool) (bool, error) {
 	for {
 		// A worker bounds each call: a request lost with a restarting node
-		// is retried, not waited for.
+		// is retried, not waited for. The ack names its attempt and worker,
+		// so a late one never completes a later attempt of another worker.
 		opCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		res, err := svc.Ack(opCtx, ojs.AckRequest{JobID: id})
+		res, err := svc.Ack(opCtx, ojs.AckRequest{JobID: j.ID, WorkerID: j.WorkerID, Attempt: j.Attempt})
 		cancel()
 		if err == nil {
 			return res.State == ojs.StateCompleted, nil
@@ -418,12 +419,14 @@ func ackJob(ctx context.Context, svc *admission.Service, id string, tolerate boo
 		}
 		var se *ojs.StateError
 		if errors.As(err, &se) {
-			j, gerr := svc.Get(ctx, id)
+			// Refused: completed by this very ack (its answer was lost), or
+			// the attempt ended otherwise (stalled while a node was away).
+			cur, gerr := svc.Get(ctx, j.ID)
 			if gerr != nil {
 				time.Sleep(50 * time.Millisecond)
 				continue
 			}
-			return j.State == ojs.StateCompleted, nil
+			return cur.State == ojs.StateCompleted && cur.Attempt == j.Attempt, nil
 		}
 		if ctx.Err() != nil {
 			return false, err
