@@ -22,6 +22,14 @@
 // (aging.go). Worker groups (groups.go) are stored defaults of the
 // consumption strategy that fetches naming them take.
 //
+// Timeouts (ojs-timeouts.md) fire from JetStream message schedules, never
+// from a scan: an active job's one lease timer stands at its next deadline
+// (heartbeat, execution timeout, end of the grace period), and a job with
+// an enqueue TTL, expires_at or a total timeout has one expire timer at
+// the earliest of them; when a timer fires, the job's record decides
+// (timeouts.go, expire.go). Progress updates (progress.go) are kept on the
+// record and count as heartbeats.
+//
 // Queue bounds (the backpressure extension) are exact: a job takes a unit
 // in its queue's depth stream, whose discard-new limits are the bound,
 // before its record is written, and gives it back when it finishes. Every

@@ -67,3 +67,36 @@ func TestParseTimeoutForms(t *testing.T) {
 		t.Fatalf("unset timeouts must stay unset: %v %+v", err, j)
 	}
 }
+
+// Any PATCH body or progress update either parses or is a
+// ValidationError (a 400 naming the field), never a panic; a parsed
+// progress is within [0, 1] (PRG-002).
+func FuzzParseTimeoutPatchAndProgress(f *testing.F) {
+	for _, s := range []string{
+		`{"timeout":30,"total_timeout":60}`, `{"enqueue_ttl_ms":300,"grace_period":0}`, `{"total_timeout":null}`,
+		`{"visibility_timeout":"PT1M"}`, `{"progress":0.5,"data":{"a":1},"checkpoint":{"o":2}}`, `{"progress":7}`,
+		`{"data":{}}`, `{"progress":-1e308}`, `[]`, `{"timeout":1e400}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var ve *ValidationError
+		if p, err := ParseTimeoutPatch(body); err != nil {
+			if !errors.As(err, &ve) {
+				t.Fatalf("ParseTimeoutPatch error is %T: %v", err, err)
+			}
+		} else if err := p.Apply(&Job{}); err != nil && !errors.As(err, &ve) {
+			t.Fatalf("Apply error is %T: %v", err, err)
+		}
+		u, err := ParseProgressUpdate(body)
+		if err != nil {
+			if !errors.As(err, &ve) {
+				t.Fatalf("ParseProgressUpdate error is %T: %v", err, err)
+			}
+			return
+		}
+		if u.Progress != nil && (*u.Progress < 0 || *u.Progress > 1) {
+			t.Fatalf("progress %v outside [0, 1]", *u.Progress)
+		}
+	})
+}
