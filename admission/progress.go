@@ -54,7 +54,7 @@ func (s *Service) ReportProgress(ctx context.Context, id string, u *ojs.Progress
 	case err != nil:
 		return nil, false, err
 	}
-	if _, err := s.heartbeatJob(ctx, nj, 0); err != nil {
+	if _, _, err := s.heartbeatJob(ctx, nj, 0); err != nil {
 		s.log.Warn("progress stored but heartbeat deadline not moved", "job", id, "error", err)
 	}
 	if old.ProgressUpdatedAt == nil || now.Sub(old.ProgressUpdatedAt.Time) >= progressEventEvery {
@@ -127,22 +127,23 @@ func (s *Service) WatchJob(ctx context.Context, id string) (<-chan *ojs.Job, err
 }
 
 // heartbeatJob moves active job j's lease timer to its next deadline
-// counted from now, with heartbeat timeout vis (0: the attempt's). It
-// reports whether the job's execution timeout passed (the worker should
-// cancel); past the end of the grace period it writes nothing.
-func (s *Service) heartbeatJob(ctx context.Context, j *ojs.Job, vis time.Duration) (cancel bool, err error) {
+// counted from now, with heartbeat timeout vis (0: the attempt's), and
+// reports whether it did and whether the job's execution timeout passed
+// (the worker should cancel). Past the end of the grace period it writes
+// nothing: the timer standing there ends the attempt.
+func (s *Service) heartbeatJob(ctx context.Context, j *ojs.Job, vis time.Duration) (extended, cancel bool, err error) {
 	c := s.attemptOf(j)
 	if vis <= 0 {
 		vis = c.beat
 	}
 	now := s.now()
 	if !now.Before(c.hard) {
-		return true, nil // the attempt is over; its timer ends it
+		return false, true, nil
 	}
 	at, kind := c.next(now, vis, now)
 	if err := s.store.SetTimer(ctx, topology.TimerLease, j.ID, j.Internal.Token, at, leaseHeaders(kind, now, vis)...); err != nil {
-		return false, err
+		return false, false, err
 	}
 	s.beats.beat(j.ID, j.Queue, vis, now)
-	return c.cancelRequested(now), nil
+	return true, c.cancelRequested(now), nil
 }

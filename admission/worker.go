@@ -230,10 +230,5 @@ func (s *Service) extend(ctx context.Context, id, workerID string, vis time.Dura
 	if j.State != ojs.StateActive || (workerID != "" && j.WorkerID != "" && j.WorkerID != workerID) {
 		return false, false, nil
 	}
-	now := s.now()
-	if !now.Before(s.attemptOf(j).hard) {
-		return false, true, nil // the attempt is over; its timer ends it
-	}
-	cancel, err = s.heartbeatJob(ctx, j, vis)
-	return err == nil, cancel, err
+	return s.heartbeatJob(ctx, j, vis)
 }
