@@ -204,9 +204,11 @@ func TestEnqueueTTLDiscardsUnstartedJob(t *testing.T) {
 func TestEnqueueTTLStopsAtFirstStart(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	j := enqueue(t, b, `{"type":"t.a","args":[],"enqueue_ttl_ms":600}`)
-	fetch1(t, b, "default")
-	time.Sleep(1200 * time.Millisecond)
+	j := enqueue(t, b, `{"type":"t.a","args":[],"enqueue_ttl_ms":2000}`)
+	if got := fetch1(t, b, "default"); got == nil || got.ID != j.ID {
+		t.Fatalf("fetch within the TTL: %+v", got)
+	}
+	time.Sleep(2500 * time.Millisecond)
 	if cur, _ := b.svc.Get(testCtx(t), j.ID); cur.State != ojs.StateActive {
 		t.Fatalf("started job was %s by its enqueue TTL", cur.State)
 	}
@@ -307,9 +309,16 @@ func TestLateAckAfterTimeoutConflicts(t *testing.T) {
 	if after.State != before.State || len(after.Errors) != len(before.Errors) {
 		t.Fatalf("late result changed the job: %+v", after)
 	}
-	st, err := b.svc.RateLimit(ctx, "late")
-	if err != nil || st.Concurrency == nil || st.Concurrency.Active != 0 {
-		t.Fatalf("rate limit slot after timeout and late results: %v %+v", err, st)
+	// The timeout released the slot (written after the transition, so
+	// look until it shows); the late results released nothing more.
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		st, err := b.svc.RateLimit(ctx, "late")
+		if err == nil && st.Concurrency != nil && st.Concurrency.Active == 0 {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("rate limit slot after timeout and late results: %v %+v", err, st)
+		}
 	}
 }
 
@@ -379,7 +388,7 @@ func TestCheckpointInGracePeriodReachesRetry(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := testCtx(t)
-	j := enqueue(t, b, `{"type":"t.a","args":[],"timeout_ms":400,"grace_period_ms":800,"heartbeat_timeout":60,
+	j := enqueue(t, b, `{"type":"t.a","args":[],"timeout_ms":400,"grace_period_ms":2500,"heartbeat_timeout":60,
 		"retry":{"max_attempts":2,"initial_interval_ms":1,"jitter":false}}`)
 	fetch1(t, b, "default")
 	time.Sleep(500 * time.Millisecond) // past the timeout, inside the grace period

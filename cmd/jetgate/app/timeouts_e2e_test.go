@@ -138,7 +138,7 @@ func TestHTTPProgress(t *testing.T) {
 	s := startApp(t, app.Config{})
 	c := client{t: t, base: s.URL()}
 	job := obj(c.must(201, "POST", "/ojs/v1/jobs", map[string]any{"type": "t.http", "args": []any{}, "queue": "prog",
-		"heartbeat_timeout_ms": 1500, "retry": map[string]any{"max_attempts": 3, "initial_interval_ms": 10, "jitter": false}})["job"])
+		"heartbeat_timeout_ms": 2500, "retry": map[string]any{"max_attempts": 3, "initial_interval_ms": 10, "jitter": false}})["job"])
 	id := job["id"].(string)
 	empty := c.must(200, "GET", "/ojs/v1/jobs/"+id+"/progress", nil)
 	if empty["progress"] != nil || empty["data"] != nil || empty["state"] != "available" {
@@ -167,9 +167,9 @@ func TestHTTPProgress(t *testing.T) {
 		}
 	}()
 
-	// Progress every 500 ms keeps a job with a 1.5 s heartbeat timeout
-	// alive for 3 s without a heartbeat (PRG-008).
-	for i := range 6 {
+	// Progress every 500 ms keeps a job with a 2.5 s heartbeat timeout
+	// alive for 4 s without a heartbeat (PRG-008).
+	for i := range 8 {
 		p := c.must(200, "PUT", "/ojs/v1/jobs/"+id+"/progress", map[string]any{"progress": float64(i+1) / 10,
 			"data": map[string]any{"rows": i}, "checkpoint": map[string]any{"offset": i}})
 		if p["state"] != "active" {
@@ -180,8 +180,8 @@ func TestHTTPProgress(t *testing.T) {
 	// PRG-002 clamping, PRG-003 never backwards.
 	c.must(200, "PUT", "/ojs/v1/jobs/"+id+"/progress", map[string]any{"progress": 0.2})
 	r := c.do("GET", "/ojs/v1/jobs/"+id+"/progress", nil)
-	if r.body["progress"] != 0.6 || r.header.Get("X-OJS-Progress") != "0.6" || r.header.Get("Cache-Control") != "no-cache" ||
-		obj(r.body["data"])["rows"] != 5.0 {
+	if r.body["progress"] != 0.8 || r.header.Get("X-OJS-Progress") != "0.8" || r.header.Get("Cache-Control") != "no-cache" ||
+		obj(r.body["data"])["rows"] != 7.0 {
 		t.Fatalf("progress after going backwards: %v %v", r.body, r.header)
 	}
 	if bad := c.do("PUT", "/ojs/v1/jobs/"+id+"/progress", map[string]any{"checkpoint": map[string]any{}}); bad.status != 400 {
@@ -190,11 +190,11 @@ func TestHTTPProgress(t *testing.T) {
 	// A failed attempt keeps its progress (PRG-006); the next one starts
 	// without it and with the last checkpoint.
 	c.must(200, "POST", "/ojs/v1/workers/nack", map[string]any{"job_id": id, "error": map[string]any{"message": "x"}})
-	if p := c.must(200, "GET", "/ojs/v1/jobs/"+id+"/progress", nil); p["progress"] != 0.6 {
+	if p := c.must(200, "GET", "/ojs/v1/jobs/"+id+"/progress", nil); p["progress"] != 0.8 {
 		t.Fatalf("progress after a failure: %v", p)
 	}
 	next := waitFetch(c, 10*time.Second, "prog")
-	if next["id"] != id || next["attempt"] != 2.0 || obj(next["last_checkpoint"])["offset"] != 5.0 || next["progress"] != nil {
+	if next["id"] != id || next["attempt"] != 2.0 || obj(next["last_checkpoint"])["offset"] != 7.0 || next["progress"] != nil {
 		t.Fatalf("retry attempt: %v", next)
 	}
 	c.must(200, "PUT", "/ojs/v1/jobs/"+id+"/progress", map[string]any{"progress": 3.0})
