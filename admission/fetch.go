@@ -25,6 +25,9 @@ import (
 // equal priorities go oldest first (PRI-003, PRI-004). Each claimed job is
 // active, its attempt counted, and its visibility timer set.
 func (s *Service) Fetch(ctx context.Context, req ojs.FetchRequest) ([]*ojs.Job, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, jobstore.Unavailable(err)
+	}
 	req, err := s.withGroup(ctx, req)
 	if err != nil {
 		return nil, err
@@ -114,6 +117,14 @@ func (s *Service) fetchQueue(ctx context.Context, queue string, want int, req oj
 		}
 		if len(msgs) == 0 {
 			return out, nil
+		}
+		if err := ctx.Err(); err != nil {
+			// The worker is gone: its claims would fail one by one. The
+			// messages go back at once for another fetch.
+			for _, m := range msgs {
+				_ = m.Nak()
+			}
+			return out, jobstore.Unavailable(err)
 		}
 		out = append(out, s.claimAll(ctx, queue, msgs, req)...)
 	}

@@ -1,6 +1,7 @@
 package admission_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -404,5 +405,21 @@ func TestCheckpointInGracePeriodReachesRetry(t *testing.T) {
 	}
 	if next.Errors[0].TimeoutKind != "execution" {
 		t.Fatalf("first attempt's error: %+v", next.Errors[0])
+	}
+}
+
+// A fetch whose caller is gone (its context ended) says so instead of
+// answering an empty list, and leaves the jobs for the next fetch.
+func TestFetchWithEndedContextFails(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	j := enqueue(t, b, `{"type":"t.a","args":[]}`)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if jobs, err := b.svc.Fetch(ctx, ojs.FetchRequest{Queues: []string{"default"}}); !errors.Is(err, ojs.ErrUnavailable) || len(jobs) != 0 {
+		t.Fatalf("fetch with an ended context: %v %v", jobs, err)
+	}
+	if got := waitFetch(t, b, "default", 10*time.Second); got.ID != j.ID {
+		t.Fatalf("the job after the failed fetch: %+v", got)
 	}
 }
