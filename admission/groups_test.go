@@ -1,7 +1,6 @@
 package admission_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -115,10 +114,7 @@ func TestWorkerGroupSharedAcrossProcesses(t *testing.T) {
 func TestWeightedGroupServesLightQueueUnderSustainedLoad_PRIR002(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	// 2,500 operations one after another: more than testCtx's 30 s on a
-	// loaded machine.
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	ctx := longCtx(t)
 	if _, err := b.svc.SetWorkerGroup(ctx, ojs.WorkerGroup{Name: "mix", Strategy: "weighted",
 		Queues: []string{"heavy", "light"}, Weights: map[string]int{"heavy": 3, "light": 1}}); err != nil {
 		t.Fatal(err)

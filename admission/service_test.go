@@ -53,6 +53,14 @@ func setupCfg(t testing.TB, js jetstream.JetStream, cfg admission.Config) bundle
 	return bundle{svc: svc, js: js}
 }
 
+// longCtx bounds a test of thousands of sequential operations, which on
+// a loaded machine outlive testCtx's 30 s.
+func longCtx(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
 func testCtx(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
