@@ -115,6 +115,12 @@ func TestAck_10_2(t *testing.T) {
 	if d["expected_state"] != "active" {
 		t.Errorf("details = %v", d)
 	}
+	// The attempt a result is for reaches the backend (late results, 409).
+	b.fake.err = nil
+	b.do(t, http.MethodPost, "/ojs/v1/workers/ack", `{"job_id":"`+id+`","attempt":3}`, nil).wantStatus(t, http.StatusOK)
+	if b.fake.ackReq.Attempt != 3 {
+		t.Errorf("ack request = %+v", b.fake.ackReq)
+	}
 }
 
 // 10.3 FAIL: the binding's error shape, the worker protocol's (type,
@@ -158,6 +164,8 @@ func TestNack_10_3(t *testing.T) {
 		`{"job_id":"` + id + `","error":{"code":1}}`:          "error.code",
 		`{"job_id":"` + id + `","error":{"retryable":"yes"}}`: "error.retryable",
 		`{"error":{"code":"x","message":"y"}}`:                "job_id",
+		`{"job_id":"` + id + `","error":"x","attempt":0}`:     "attempt",
+		`{"job_id":"` + id + `","error":"x","attempt":"2"}`:   "attempt",
 	} {
 		d := b.do(t, http.MethodPost, "/ojs/v1/workers/nack", body, nil).
 			wantError(t, http.StatusBadRequest, ojs.CodeInvalidRequest, false)
