@@ -43,6 +43,9 @@ type Recorder interface {
 	JobTimedOut(ctx context.Context, queue, jobType, kind string)
 	JobExecuted(ctx context.Context, queue, jobType, outcome string, d time.Duration)
 	JobEnqueueWait(ctx context.Context, queue string, wait time.Duration)
+	// ProgressUpdated counts a stored progress update and the size of its
+	// checkpoint (ojs-progress.md 11.2).
+	ProgressUpdated(ctx context.Context, queue, jobType string, checkpointBytes int)
 }
 
 // Event types of ojs-events.md section 3 that admission emits.
@@ -94,3 +97,4 @@ func (noMetrics) JobWaitedByPriority(context.Context, string, int, time.Duration
 func (noMetrics) JobTimedOut(context.Context, string, string, string)                {}
 func (noMetrics) JobExecuted(context.Context, string, string, string, time.Duration) {}
 func (noMetrics) JobEnqueueWait(context.Context, string, time.Duration)              {}
+func (noMetrics) ProgressUpdated(context.Context, string, string, int)               {}

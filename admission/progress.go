@@ -54,6 +54,7 @@ func (s *Service) ReportProgress(ctx context.Context, id string, u *ojs.Progress
 	case err != nil:
 		return nil, false, err
 	}
+	s.met.ProgressUpdated(ctx, nj.Queue, nj.Type, len(u.Checkpoint))
 	if _, _, err := s.heartbeatJob(ctx, nj, 0); err != nil {
 		s.log.Warn("progress stored but heartbeat deadline not moved", "job", id, "error", err)
 	}

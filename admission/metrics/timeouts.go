@@ -17,8 +17,11 @@ const (
 	NameHeartbeatAge      = "ojs.job.heartbeat.age"
 	NameEnqueueWaitTime   = "ojs.job.enqueue.wait_time"
 
-	LabelTimeoutKind = "timeout_kind"
-	LabelOutcome     = "outcome"
+	// Progress instruments (ojs-progress.md 11.2).
+	NameProgressUpdates = "ojs.progress.updates_total"
+	NameCheckpointSize  = "ojs.progress.checkpoint_size_bytes"
+	LabelTimeoutKind    = "timeout_kind"
+	LabelOutcome        = "outcome"
 )
 
 // HeartbeatAgeFunc reports, per queue, the longest time since the last
@@ -31,6 +34,8 @@ type timeoutInstruments struct {
 	execution   metric.Float64Histogram
 	enqueueWait metric.Float64Histogram
 	age         metric.Float64ObservableGauge
+	progress    metric.Int64Counter
+	checkpoint  metric.Int64Histogram
 }
 
 func (in *timeoutInstruments) create(m metric.Meter) error {
@@ -50,6 +55,13 @@ func (in *timeoutInstruments) create(m metric.Meter) error {
 	in.age, err = m.Float64ObservableGauge(NameHeartbeatAge, metric.WithUnit(unitSeconds),
 		metric.WithDescription("Longest time since the last heartbeat among active jobs, by queue (jobs this process handled)."))
 	errs = append(errs, wrapCreate(NameHeartbeatAge, err))
+	in.progress, err = m.Int64Counter(NameProgressUpdates, metric.WithUnit("{update}"),
+		metric.WithDescription("Progress updates stored, by queue and job type."))
+	errs = append(errs, wrapCreate(NameProgressUpdates, err))
+	in.checkpoint, err = m.Int64Histogram(NameCheckpointSize, metric.WithUnit("By"),
+		metric.WithDescription("Size of the checkpoints in progress updates, by job type."),
+		metric.WithExplicitBucketBoundaries(64, 256, 1024, 4096, 16384))
+	errs = append(errs, wrapCreate(NameCheckpointSize, err))
 	return errors.Join(errs...)
 }
 
@@ -86,6 +98,20 @@ func (m *Metrics) JobEnqueueWait(ctx context.Context, queue string, wait time.Du
 	}
 	m.to.enqueueWait.Record(ctx, max(wait, 0).Seconds(), metric.WithAttributeSet(attribute.NewSet(
 		attribute.String(LabelQueue, queue))))
+}
+
+// ProgressUpdated counts a stored progress update and records the size of
+// its checkpoint, if it carried one (checkpointBytes > 0).
+func (m *Metrics) ProgressUpdated(ctx context.Context, queue, jobType string, checkpointBytes int) {
+	if m == nil {
+		return
+	}
+	m.to.progress.Add(ctx, 1, metric.WithAttributeSet(attribute.NewSet(attribute.String(LabelQueue, queue),
+		attribute.String(LabelType, jobType))))
+	if checkpointBytes > 0 {
+		m.to.checkpoint.Record(ctx, int64(checkpointBytes), metric.WithAttributeSet(attribute.NewSet(
+			attribute.String(LabelType, jobType))))
+	}
 }
 
 // SetHeartbeatAgeFunc makes ojs.job.heartbeat.age report f's ages at every

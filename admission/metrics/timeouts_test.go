@@ -20,7 +20,12 @@ func TestTimeoutInstruments(t *testing.T) {
 	m.SetHeartbeatAgeFunc(func(context.Context) map[string]time.Duration {
 		return map[string]time.Duration{"media": 1500 * time.Millisecond}
 	})
+	m.ProgressUpdated(ctx, "media", "video.transcode", 0)
+	m.ProgressUpdated(ctx, "media", "video.transcode", 300)
 	requireLines(t, scrape(t, m),
+		`ojs_progress_updates_total{queue="media",type="video.transcode"} 2`,
+		`ojs_progress_checkpoint_size_bytes_count{type="video.transcode"} 1`,
+		`ojs_progress_checkpoint_size_bytes_sum{type="video.transcode"} 300`,
 		"# TYPE ojs_job_timeout_count_total counter",
 		`ojs_job_timeout_count_total{queue="media",timeout_kind="execution",type="video.transcode"} 2`,
 		`ojs_job_timeout_count_total{queue="media",timeout_kind="enqueue_ttl",type="video.transcode"} 1`,
@@ -36,4 +41,5 @@ func TestTimeoutInstruments(t *testing.T) {
 	nilM.JobExecuted(ctx, "q", "t", "stalled", time.Second)
 	nilM.JobEnqueueWait(ctx, "q", time.Second)
 	nilM.SetHeartbeatAgeFunc(nil)
+	nilM.ProgressUpdated(ctx, "q", "t", 10)
 }
