@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -23,7 +24,7 @@ import (
 const progressEventEvery = time.Second
 
 // errNotActive marks a progress update for a job that is not active.
-var errNotActive = fmt.Errorf("job not active")
+var errNotActive = errors.New("job not active")
 
 // ReportProgress records a worker's progress update of active job id and
 // resets its heartbeat clock. applied is false when the job is not active
@@ -49,7 +50,7 @@ func (s *Service) ReportProgress(ctx context.Context, id string, u *ojs.Progress
 		return nj, nil, nil
 	})
 	switch {
-	case err == errNotActive:
+	case errors.Is(err, errNotActive):
 		return ojs.ProgressOf(old), false, nil
 	case err != nil:
 		return nil, false, err
