@@ -94,7 +94,7 @@ func TestRateLimitProperties3Instances(t *testing.T) {
 // It runs only with JETGATE_TEST_CLUSTER_RESTART=1: it ended in 2 of 10
 // runs with a job left active with no lease timer, until messages ahead of
 // their record stopped being dropped after 1.5 s (retryOrphan); since then
-// 1 run in 28 ended so, for a cause not found yet (the limits themselves
+// 1 run in 38 ended so, for a cause not found yet (the limits themselves
 // held in every run). See README "Known gaps".
 func TestRateLimitPropertiesClusterRestart(t *testing.T) {
 	if testing.Short() {
