@@ -52,26 +52,16 @@ func (s *Service) expiry(j *ojs.Job, now time.Time) (deadline, bool) {
 	return first, found
 }
 
-// nextExpiry returns the earliest deadline of j still to come after now.
-func nextExpiry(j *ojs.Job, now time.Time) (time.Time, bool) {
+// nextExpiry returns the earliest deadline of j after after (every
+// deadline, for the zero time).
+func nextExpiry(j *ojs.Job, after time.Time) (time.Time, bool) {
 	var next time.Time
 	for _, d := range deadlines(j) {
-		if d.at.After(now) && (next.IsZero() || d.at.Before(next)) {
+		if d.at.After(after) && (next.IsZero() || d.at.Before(next)) {
 			next = d.at
 		}
 	}
 	return next, !next.IsZero()
-}
-
-// firstExpiry is the expire timer of a new job: its earliest deadline.
-func firstExpiry(j *ojs.Job) (time.Time, bool) {
-	var first time.Time
-	for _, d := range deadlines(j) {
-		if first.IsZero() || d.at.Before(first) {
-			first = d.at
-		}
-	}
-	return first, !first.IsZero()
 }
 
 // expireToken is the token of expire timers: their handler decides from
@@ -81,7 +71,7 @@ const expireToken = "expire"
 // armExpiry writes the first expire timer of a new job, unless the job id
 // already has one (a duplicate id: the existing job's timer stays).
 func (s *Service) armExpiry(ctx context.Context, j *ojs.Job) error {
-	at, ok := firstExpiry(j)
+	at, ok := nextExpiry(j, time.Time{})
 	if !ok {
 		return nil
 	}
