@@ -96,15 +96,16 @@ func TestGracePeriodSignalsThenEnds(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := testCtx(t)
-	j := enqueue(t, b, `{"type":"t.a","args":[],"timeout_ms":500,"grace_period_ms":60000,`+noRetry+`}`)
-	if got := fetch1(t, b, "default"); got == nil || got.ID != j.ID {
+	j := enqueue(t, b, `{"type":"t.a","args":[],"timeout_ms":3000,"grace_period_ms":60000,`+noRetry+`}`)
+	got := fetch1(t, b, "default")
+	if got == nil || got.ID != j.ID {
 		t.Fatalf("fetch: %+v", got)
 	}
 	res, err := b.svc.Heartbeat(ctx, ojs.HeartbeatRequest{WorkerID: "w1", JobIDs: []string{j.ID}})
 	if err != nil || len(res.Extended) != 1 || len(res.Cancel) != 0 {
 		t.Fatalf("heartbeat before the timeout: %v %+v", err, res)
 	}
-	time.Sleep(700 * time.Millisecond)
+	time.Sleep(time.Until(got.StartedAt.Add(3200 * time.Millisecond)))
 	res, err = b.svc.Heartbeat(ctx, ojs.HeartbeatRequest{WorkerID: "w1", JobIDs: []string{j.ID}})
 	if err != nil || len(res.Cancel) != 1 || res.Cancel[0] != j.ID {
 		t.Fatalf("heartbeat after the timeout should ask to cancel %s: %v %+v", j.ID, err, res)
