@@ -42,16 +42,9 @@ func (e *Env) GoTimeouts(ctx context.Context, sh Shape, n int) (Sample, error) {
 		b = withField(b, "grace_period", "0")
 		return withField(b, "retry", `{"max_attempts":1}`)
 	}
-	if err := e.enqueueParsed(ctx, queue, n, body, sh.payloadBytes()); err != nil {
+	started, err := e.startSilent(ctx, queue, n, body, sh.payloadBytes())
+	if err != nil {
 		return Sample{}, err
-	}
-	var started []*ojs.Job
-	for len(started) < n {
-		got, err := svc.Fetch(ctx, ojs.FetchRequest{Queues: []string{queue}, Count: 100, WorkerID: "bench-silent"})
-		if err != nil {
-			return Sample{}, fmt.Errorf("fetch: %w", err)
-		}
-		started = append(started, got...)
 	}
 	deadline := func(j *ojs.Job) time.Time { return j.StartedAt.Add(time.Duration(j.TimeoutMs) * time.Millisecond) }
 	last := time.Time{}
@@ -83,6 +76,53 @@ func (e *Env) GoTimeouts(ctx context.Context, sh Shape, n int) (Sample, error) {
 		}
 	}
 	return latenessSample(late), nil
+}
+
+// startSilent enqueues n jobs body(queue, i) and fetches them all for a
+// worker that never reports back; a fetch the loaded machine times out
+// is asked again, as a worker would.
+func (e *Env) startSilent(ctx context.Context, queue string, n int, body BodyFunc, size int) ([]*ojs.Job, error) {
+	if err := e.enqueueParsed(ctx, queue, n, body, size); err != nil {
+		return nil, err
+	}
+	svc := e.srv.Service()
+	var started []*ojs.Job
+	for failures := 0; len(started) < n; {
+		got, err := svc.Fetch(ctx, ojs.FetchRequest{Queues: []string{queue}, Count: 100, WorkerID: "bench-silent"})
+		if err != nil {
+			if failures++; failures > 10 || ctx.Err() != nil {
+				return nil, fmt.Errorf("fetch: %w", err)
+			}
+			continue
+		}
+		started = append(started, got...)
+	}
+	return started, nil
+}
+
+// GoIdleActive starts n jobs that wait on their timeouts (30 min
+// execution, 1 h heartbeat: the worker is silent), lets the enqueues'
+// aftermath pass for settle (the deferred lease writes 10 s after each
+// claim, the GC returning memory, the ready stream forgetting the message
+// ids of its 2-minute duplicate window), then reports the process CPU per
+// second over measure. With timers in JetStream and nothing scanning jobs,
+// it does not grow with n (DESIGN invariant 6).
+func (e *Env) GoIdleActive(ctx context.Context, n int, settle, measure time.Duration) (Sample, error) {
+	queue := fmt.Sprintf("bench-idle-%d", nextRun())
+	body := func(queue string, i, size int) []byte {
+		return withField(jobBody(queue, i, size), "heartbeat_timeout", "3600")
+	}
+	if _, err := e.startSilent(ctx, queue, n, body, 200); err != nil {
+		return Sample{}, err
+	}
+	if err := sleep(ctx, settle); err != nil {
+		return Sample{}, err
+	}
+	cpu, err := cpuPerSecond(ctx, measure)
+	if err != nil {
+		return Sample{}, err
+	}
+	return Sample{Ops: int64(n), Elapsed: measure, Metrics: map[string]float64{"CPU ms/s": cpu}}, nil
 }
 
 // RawTimers is the baseline: n JetStream message schedules ("@at") spread
