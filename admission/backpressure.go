@@ -30,11 +30,12 @@ import (
 // accounts exactly the size of the job's encoded envelope (a job smaller
 // than the unit's own overhead counts as that overhead, ~100 bytes).
 //
-// A job holds its unit from acceptance until it finishes (completed,
-// cancelled, discarded, expired or dropped). That includes the time it is
-// active: a failed attempt goes back to retryable, and a retry must never
-// find its queue full, so depth here is available + scheduled + retryable
-// + pending + active. Reported depth and pressure are that count.
+// A job holds its unit while it waits: from acceptance until a worker
+// claims it, and again from a failed attempt (retryable) until the next
+// claim; depth is available + scheduled + retryable + pending, the spec's
+// count. A queue with count_active keeps the unit through active until the
+// job finishes. Retries that find the queue full overdraw it instead of
+// being refused: backpressure_overdraft.go.
 //
 // Units never leak: the record keeps the unit's sequence (depth_seq), a
 // release deletes exactly that message and is idempotent, and when a
@@ -103,12 +104,15 @@ type backpressure struct {
 	runCtx  context.Context
 	release chan depthUnit
 	sub     *nats.Subscription
+	over    overdraft
 }
 
-// depthUnit names one unit: a queue's depth stream and a sequence.
+// depthUnit names one unit: a queue's depth stream (or, when over, the
+// overdraft stream) and a sequence.
 type depthUnit struct {
 	queue string
 	seq   uint64
+	over  bool
 }
 
 // bpQueue is one queue's local state: its stream handle, the config last
@@ -122,7 +126,8 @@ type bpQueue struct {
 	applied   ojs.Backpressure
 	ensured   bool
 	waiters   []*waiter
-	depth     int64
+	depth     int64 // units in the depth stream
+	over      int64 // overdraft units
 	bytes     int64
 	seenAt    time.Time
 	level     int
@@ -297,7 +302,7 @@ func (s *Service) calm(names []string, cfgs map[string]ojs.Backpressure) bool {
 	for _, name := range names {
 		q := s.bp.queue(name)
 		q.mu.Lock()
-		p := pressureRatio(ojs.Pressure{Depth: q.depth, MaxDepth: cfgs[name].MaxDepth,
+		p := pressureRatio(ojs.Pressure{Depth: q.depth + q.over, MaxDepth: cfgs[name].MaxDepth,
 			SizeBytes: q.bytes, MaxSizeBytes: cfgs[name].MaxSizeBytes})
 		ok := q.ensured && q.applied == cfgs[name] && len(q.waiters) == 0 && !q.seenAt.IsZero() && p < fastPressure
 		q.mu.Unlock()
@@ -351,10 +356,17 @@ func (s *Service) reserveWithPublish(ctx context.Context, names []string, cfgs m
 // releaseDepth gives back the unit of a job that just finished. Call it
 // after the job's transition to a finished state succeeded.
 func (s *Service) releaseDepth(j *ojs.Job) {
-	if j == nil || j.Internal.DepthSeq == 0 || !finished(j.State) {
+	if j == nil || !finished(j.State) {
 		return
 	}
 	s.releaseAsync(j.Queue, j.Internal.DepthSeq)
+	s.releaseOverAsync(j.Queue, j.Internal.OverSeq)
+}
+
+// isNoMessage reports a delete of a message that is already gone, as the
+// server words it when nats.go does not map it to ErrMsgNotFound.
+func isNoMessage(err error) bool {
+	return strings.Contains(err.Error(), "no message found")
 }
 
 func finished(st ojs.State) bool {
@@ -371,7 +383,7 @@ func (s *Service) releaseAsync(queue string, seq uint64) {
 	if seq == 0 {
 		return
 	}
-	u := depthUnit{queue, seq}
+	u := depthUnit{queue: queue, seq: seq}
 	if s.bp.runCtx != nil && s.bp.runCtx.Err() == nil {
 		select {
 		case s.bp.release <- u:
@@ -392,6 +404,10 @@ func (s *Service) releaseUnit(ctx context.Context, u depthUnit) {
 		ctx, cancel = context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
 	}
+	if u.over {
+		s.releaseOver(ctx, u)
+		return
+	}
 	q := s.bp.queue(u.queue)
 	st, err := s.depthStream(ctx, q)
 	if err != nil {
@@ -400,8 +416,7 @@ func (s *Service) releaseUnit(ctx context.Context, u depthUnit) {
 		}
 		return
 	}
-	if err := st.DeleteMsg(ctx, u.seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) &&
-		!strings.Contains(err.Error(), "no message found") {
+	if err := st.DeleteMsg(ctx, u.seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) && !isNoMessage(err) {
 		s.log.Warn("release depth unit", "queue", u.queue, "seq", u.seq, "error", err)
 		return
 	}

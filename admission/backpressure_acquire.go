@@ -132,7 +132,7 @@ func (s *Service) startUnits(ctx context.Context, q *bpQueue, cfg ojs.Backpressu
 		if firstErr != nil {
 			for _, j := range jobs {
 				if j.Internal.DepthSeq != 0 {
-					s.releaseUnit(ctx, depthUnit{q.name, j.Internal.DepthSeq})
+					s.releaseUnit(ctx, depthUnit{queue: q.name, seq: j.Internal.DepthSeq})
 					j.Internal.DepthSeq = 0
 				}
 			}
@@ -307,9 +307,14 @@ func (s *Service) observe(ctx context.Context, q *bpQueue, cfg ojs.Backpressure,
 			q.depth, q.bytes = int64(info.State.Msgs), int64(info.State.Bytes)
 			q.mu.Unlock()
 		}
+		if n, ok := s.overdraftCount(ctx, q.name); ok {
+			q.mu.Lock()
+			q.over = n
+			q.mu.Unlock()
+		}
 	}
 	q.mu.Lock()
-	p := ojs.Pressure{Queue: q.name, Depth: q.depth, MaxDepth: cfg.MaxDepth, MaxSizeBytes: cfg.MaxSizeBytes, Strategy: cfg.Strategy}
+	p := ojs.Pressure{Queue: q.name, Depth: q.depth + q.over, MaxDepth: cfg.MaxDepth, MaxSizeBytes: cfg.MaxSizeBytes, Strategy: cfg.Strategy}
 	if cfg.MaxSizeBytes > 0 {
 		p.SizeBytes = q.bytes
 	}

@@ -99,7 +99,8 @@ func (s *Service) drop(ctx context.Context, queue string, ref jobstore.MsgRef, r
 	}
 	s.events.PublishJob(EventJobDiscarded, nj, map[string]any{"reason": "overflow"})
 	s.queueEvent(EventBackpressureDropped, queue, map[string]any{"queue": queue, "job_id": nj.ID, "job_type": nj.Type})
-	s.releaseUnit(ctx, depthUnit{queue, nj.Internal.DepthSeq})
+	s.releaseUnit(ctx, depthUnit{queue: queue, seq: nj.Internal.DepthSeq})
+	s.releaseOverAsync(queue, nj.Internal.OverSeq)
 	return true, nil
 }
 
@@ -135,10 +136,21 @@ func (s *Service) maybeReconcile(q *bpQueue) {
 	}()
 }
 
-// ReconcileDepth releases the units of a queue, older than grace, whose
-// job does not exist, has finished, or holds another unit. It reads every
-// unit once (bounded by the queue's bound) and returns how many it released.
+// ReconcileDepth releases the units and overdraft units of a queue, older
+// than grace, whose job does not exist, has finished, or holds another
+// unit. It reads every unit once (bounded by the queue's bound plus its
+// overdraft) and returns how many it released.
 func (s *Service) ReconcileDepth(ctx context.Context, queue string, grace time.Duration) (int, error) {
+	n, err := s.reconcileUnits(ctx, queue, grace)
+	if err != nil {
+		return n, err
+	}
+	m, err := s.reconcileOverdraft(ctx, queue, grace)
+	return n + m, err
+}
+
+// reconcileUnits is ReconcileDepth for the depth stream's units.
+func (s *Service) reconcileUnits(ctx context.Context, queue string, grace time.Duration) (int, error) {
 	q := s.bp.queue(queue)
 	if _, err := s.depthStream(ctx, q); err != nil {
 		if errors.Is(err, jetstream.ErrStreamNotFound) {
@@ -169,7 +181,7 @@ func (s *Service) ReconcileDepth(ctx context.Context, queue string, grace time.D
 				continue
 			}
 			if s.leaked(ctx, m.Headers().Get(jobstore.HeaderJobID), md.Sequence.Stream) {
-				s.releaseUnit(ctx, depthUnit{queue, md.Sequence.Stream})
+				s.releaseUnit(ctx, depthUnit{queue: queue, seq: md.Sequence.Stream})
 				released++
 			}
 		}

@@ -95,7 +95,8 @@ func TestBackpressureRejectAtMaxDepth_BP001_BP002(t *testing.T) {
 	if n, _ := units(t, b.js, "bp"); n != 3 {
 		t.Fatalf("units = %d, want 3", n)
 	}
-	// Finishing one job (fetch + ack) frees one unit.
+	// Claiming one job frees its unit: depth is available + scheduled +
+	// retryable, not active (ojs-backpressure.md 3).
 	j := fetch1(t, b, "bp")
 	if _, err := b.svc.Ack(ctx, ojs.AckRequest{JobID: j.ID}); err != nil {
 		t.Fatal(err)
@@ -109,6 +110,143 @@ func TestBackpressureRejectAtMaxDepth_BP001_BP002(t *testing.T) {
 	eventually(t, 5*time.Second, "unit release on cancel", func() bool { n, _ := units(t, b.js, "bp"); return n == 2 })
 	// Other queues are not bounded.
 	enqueue(t, b, `{"type":"t","args":[6],"options":{"queue":"other"}}`)
+}
+
+// BP-001 with the spec's depth (ojs-backpressure.md 3: available +
+// scheduled + retryable): a running job does not count, so claiming one
+// makes room for a new job at once; count_active keeps the place of a
+// running job until it finishes.
+func TestBackpressureDepthExcludesActive_BP001(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := testCtx(t)
+	for _, c := range []struct {
+		queue       string
+		countActive bool
+	}{{"spec", false}, {"strict", true}} {
+		bound(t, b, c.queue, ojs.Backpressure{MaxDepth: 2, CountActive: c.countActive})
+		body := fmt.Sprintf(`{"type":"t","args":[],"options":{"queue":%q}}`, c.queue)
+		enqueue(t, b, body)
+		enqueue(t, b, body)
+		j := fetch1(t, b, c.queue)
+		if !c.countActive {
+			// The claim gives the unit back right after it lands.
+			eventually(t, 5*time.Second, "unit of the claimed job released", func() bool { n, _ := units(t, b.js, c.queue); return n == 1 })
+		}
+		_, err := tryEnqueue(t, b, body)
+		if c.countActive {
+			wantFull(t, err, "max_depth")
+			if n, _ := units(t, b.js, c.queue); n != 2 {
+				t.Fatalf("%s: units = %d, want 2 (the running job keeps its place)", c.queue, n)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: enqueue after a claim: %v (active jobs are not depth)", c.queue, err)
+		}
+		if n, _ := units(t, b.js, c.queue); n != 2 {
+			t.Fatalf("%s: units = %d, want 2", c.queue, n)
+		}
+		wantFull(t, func() error { _, err := tryEnqueue(t, b, body); return err }(), "max_depth")
+		st, err := b.svc.QueueStats(ctx, c.queue)
+		if err != nil || st.Backpressure == nil || st.Backpressure.Depth != 2 || st.Backpressure.Ratio != 1 {
+			t.Fatalf("%s: stats %v %+v", c.queue, err, st)
+		}
+		if got, _ := b.svc.Get(ctx, j.ID); got.State != ojs.StateActive {
+			t.Fatalf("%s: claimed job is %s", c.queue, got.State)
+		}
+	}
+}
+
+// A failed attempt that will be retried counts again (retryable is
+// depth): it takes a unit when there is room, and when its queue is full
+// it is still retried, never refused or lost, counting over the bound in
+// the overdraft until it is claimed again.
+func TestBackpressureRetryTakesUnitOrOverdraws(t *testing.T) {
+	t.Parallel()
+	sink := newEventSink()
+	b := setupCfg(t, natsJS(t), admission.Config{Events: sink})
+	ctx := testCtx(t)
+	bound(t, b, "re", ojs.Backpressure{MaxDepth: 1})
+	body := func(i int) string {
+		return fmt.Sprintf(`{"type":"t","args":[%d],"options":{"queue":"re","retry":{"max_attempts":3,"initial_interval_ms":200,"jitter":false}}}`, i)
+	}
+	nack := func(id string) *ojs.Job {
+		t.Helper()
+		if _, err := b.svc.Nack(ctx, ojs.NackRequest{JobID: id, Error: ojs.JobError{Code: "handler_error", Message: "boom"}}); err != nil {
+			t.Fatalf("nack: %v", err)
+		}
+		j, err := b.svc.Get(ctx, id)
+		if err != nil || j.State != ojs.StateRetryable {
+			t.Fatalf("after nack: %v %+v", err, j)
+		}
+		return j
+	}
+	// Room: the retry takes a unit.
+	a := enqueue(t, b, body(0))
+	fetch1(t, b, "re")
+	eventually(t, 5*time.Second, "unit of the running job released", func() bool { n, _ := units(t, b.js, "re"); return n == 0 })
+	nack(a.ID)
+	if n, _ := units(t, b.js, "re"); n != 1 {
+		t.Fatalf("units of a retryable job = %d, want 1", n)
+	}
+	_, err := tryEnqueue(t, b, body(1))
+	wantFull(t, err, "max_depth")
+
+	// Full: the retry overdraws.
+	eventually(t, 10*time.Second, "retry due", func() bool {
+		j, _ := b.svc.Get(ctx, a.ID)
+		return j.State == ojs.StateAvailable
+	})
+	if got := fetch1(t, b, "re"); got == nil || got.ID != a.ID {
+		t.Fatalf("fetch retry: %+v", got)
+	}
+	eventually(t, 5*time.Second, "unit of the running retry released", func() bool { n, _ := units(t, b.js, "re"); return n == 0 })
+	c := enqueue(t, b, body(2)) // takes the place a's claim gave back
+	nack(a.ID)
+	if n, _ := units(t, b.js, "re"); n != 1 {
+		t.Fatalf("units = %d, want 1 (the bound itself never moves)", n)
+	}
+	st, err := b.svc.QueueStats(ctx, "re")
+	if err != nil || st.Backpressure == nil || st.Backpressure.Depth != 2 || st.Backpressure.Ratio != 1 {
+		aj, _ := b.svc.Get(ctx, a.ID)
+		t.Fatalf("depth with an overdrawn retry: %v %+v (retry's record: %+v)", err, st.Backpressure, aj.Internal)
+	}
+	found := false
+	for _, d := range sink.waitFor(t, admission.EventQueueOverflow) {
+		if m, ok := d.(map[string]any); ok && m["bound_type"] == "overdraft" && m["job_id"] == a.ID {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("no queue.overflow event for the overdrawn retry")
+	}
+	_, err = tryEnqueue(t, b, body(3))
+	wantFull(t, err, "max_depth")
+
+	// Both run to completion; the overdraft is given back on the claim.
+	done := map[string]bool{}
+	eventually(t, 15*time.Second, "both jobs completed", func() bool {
+		if j := fetch1(t, b, "re"); j != nil {
+			if _, err := b.svc.Ack(ctx, ojs.AckRequest{JobID: j.ID}); err != nil {
+				t.Fatalf("ack: %v", err)
+			}
+			done[j.ID] = true
+		}
+		return done[a.ID] && done[c.ID]
+	})
+	eventually(t, 5*time.Second, "units and overdraft released", func() bool {
+		st, err := b.svc.QueueStats(ctx, "re")
+		n, _ := units(t, b.js, "re")
+		return err == nil && st.Backpressure.Depth == 0 && n == 0
+	})
+	over, err := b.js.Stream(ctx, topology.OverdraftStream)
+	if err != nil {
+		t.Fatalf("overdraft stream: %v", err)
+	}
+	if info, err := over.Info(ctx); err != nil || info.State.Msgs != 0 {
+		t.Fatalf("overdraft units left: %v %+v", err, info.State)
+	}
 }
 
 // BP-R001: the size bound counts each job's encoded envelope exactly.
@@ -236,8 +374,15 @@ func TestBackpressureDropOldest_BPR003(t *testing.T) {
 			t.Fatalf("fetch: got %v want %s", got, want)
 		}
 	}
-	// Nothing available to drop (all three are active): reject (5.3 drops
-	// only available jobs).
+	// Active jobs are not depth (3: available + scheduled + retryable):
+	// with all three running the queue has room for three more, taken
+	// here by scheduled jobs.
+	at := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	for i := range 3 {
+		enqueue(t, b, fmt.Sprintf(`{"type":"t","args":[%d],"options":{"queue":"drop"},"scheduled_at":%q}`, 10+i, at))
+	}
+	// Nothing available to drop (three active, three scheduled): reject
+	// (5.3 drops only available jobs).
 	_, err = tryEnqueue(t, b, `{"type":"t","args":[4],"options":{"queue":"drop"}}`)
 	wantFull(t, err, "max_depth")
 }
@@ -511,7 +656,7 @@ func TestBackpressureRaceThreeInstances(t *testing.T) {
 }
 
 // depthWatch follows the job records of a queue in stream order, counting
-// the unfinished jobs after every write, and keeps the peak.
+// the jobs in depth states after every write, and keeps the peak.
 type depthWatch struct {
 	mu         sync.Mutex
 	open, peak int
@@ -536,8 +681,9 @@ func watchDepth(t *testing.T, js jetstream.JetStream, queue string) *depthWatch 
 	}
 	d := &depthWatch{}
 	state := map[string]ojs.State{}
+	// Depth as the spec counts it (ojs-backpressure.md 3), plus pending.
 	unfinished := func(s ojs.State) bool {
-		return !slices.Contains([]ojs.State{ojs.StateCompleted, ojs.StateCancelled, ojs.StateDiscarded}, s)
+		return slices.Contains([]ojs.State{ojs.StateAvailable, ojs.StateScheduled, ojs.StateRetryable, ojs.StatePending}, s)
 	}
 	done := make(chan struct{})
 	go func() {
@@ -634,9 +780,10 @@ func TestBackpressureReleasedByRateLimitDrop(t *testing.T) {
 	if j := fetch1(t, b, "rlq"); j == nil {
 		t.Fatal("first start refused")
 	}
-	// The next fetch meets the other two and drops them (on_limit drop).
+	// The next fetch meets the other two and drops them (on_limit drop);
+	// the running job gave its unit back when it was claimed.
 	fetch1(t, b, "rlq")
-	eventually(t, 5*time.Second, "units of dropped jobs released", func() bool { n, _ := units(t, b.js, "rlq"); return n == 1 })
+	eventually(t, 5*time.Second, "units of dropped jobs released", func() bool { n, _ := units(t, b.js, "rlq"); return n == 0 })
 }
 
 // The bound is exact on a 3-node cluster with R3 streams too: the depth

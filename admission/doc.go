@@ -32,8 +32,9 @@
 //
 // Queue bounds (the backpressure extension) are exact: a job takes a unit
 // in its queue's depth stream, whose discard-new limits are the bound,
-// before its record is written, and gives it back when it finishes. Every
-// transition that finishes a job calls releaseDepth. Why JetStream limits
+// before its record is written, and gives it back when a worker claims it
+// (releaseClaimed) or it finishes while waiting (releaseDepth); a retry
+// takes one again (take). Why JetStream limits
 // rather than a KV compare-and-swap counter, and what it costs, is written
 // at the top of backpressure.go.
 package admission

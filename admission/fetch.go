@@ -385,6 +385,7 @@ func (s *Service) claim(ctx context.Context, msg jetstream.Msg, req ojs.FetchReq
 	} else {
 		_ = msg.Ack()
 	}
+	s.releaseClaimed(old, nj)
 	s.recordStart(ctx, old, nj, nj.StartedAt.Time)
 	if len(held) > 0 {
 		s.startedLimited(ctx, msg, held)
@@ -416,6 +417,11 @@ func (s *Service) activate(j *ojs.Job, req ojs.FetchRequest, now time.Time) *ojs
 	at, _ := s.attemptOf(nj).next(now, beat, now)
 	nj.Internal.LeaseUntil = ojs.NewTime(at)
 	clearHeld(nj)
+	if !s.keepsUnitActive(nj.Queue) {
+		// Depth counts waiting jobs, not running ones: the unit goes back
+		// once the claim lands (releaseClaimed).
+		nj.Internal.DepthSeq, nj.Internal.OverSeq = 0, 0
+	}
 	return nj
 }
 

@@ -181,6 +181,7 @@ func (s *Service) leaseFired(ctx context.Context, ref jobstore.MsgRef, h nats.He
 	}
 	var kindOut string
 	var te ojs.JobError
+	var re reentry
 	nj, old, err := s.transition(ctx, ref.JobID, func(j *ojs.Job) (*ojs.Job, func(context.Context, *ojs.Job) error, error) {
 		if j.State != ojs.StateActive || j.Internal.Token != ref.Token {
 			return nil, nil, staleOrEarly(j, ref)
@@ -209,9 +210,10 @@ func (s *Service) leaseFired(ctx context.Context, ref jobstore.MsgRef, h nats.He
 				beat, now.Sub(last))
 		}
 		te = e
-		nj, pre := s.failed(j, e)
+		nj, pre := s.failed(j, e, &re)
 		return nj, pre, nil
 	})
+	s.done(&re, nj)
 	if err != nil {
 		return err
 	}

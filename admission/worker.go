@@ -61,13 +61,15 @@ func (s *Service) Ack(ctx context.Context, req ojs.AckRequest) (*ojs.AckResult, 
 // discarded (dead letter) when attempts are exhausted or the error is not
 // retryable.
 func (s *Service) Nack(ctx context.Context, req ojs.NackRequest) (*ojs.NackResult, error) {
+	var re reentry
 	nj, old, err := s.transition(ctx, req.JobID, func(j *ojs.Job) (*ojs.Job, func(context.Context, *ojs.Job) error, error) {
 		if !answers(j, req.Attempt, req.WorkerID) {
 			return nil, nil, lateResult(j, "fail", req.Attempt, req.WorkerID)
 		}
-		nj, pre := s.failed(j, req.Error)
+		nj, pre := s.failed(j, req.Error, &re)
 		return nj, pre, nil
 	})
+	s.done(&re, nj)
 	if err != nil {
 		return nil, err
 	}
@@ -88,8 +90,9 @@ func (s *Service) Nack(ctx context.Context, req ojs.NackRequest) (*ojs.NackResul
 }
 
 // failed computes the record after a failed attempt of active job j, and
-// the message it relies on: the retry timer, or the dead letter index.
-func (s *Service) failed(j *ojs.Job, e ojs.JobError) (*ojs.Job, func(context.Context, *ojs.Job) error) {
+// what it relies on: for a retry the unit of its bounded queue (taken into
+// re, see take) and the retry timer, or else the dead letter index.
+func (s *Service) failed(j *ojs.Job, e ojs.JobError, re *reentry) (*ojs.Job, func(context.Context, *ojs.Job) error) {
 	now := s.now()
 	policy := ojs.DefaultRetryPolicy()
 	if j.Retry != nil {
@@ -130,6 +133,9 @@ func (s *Service) failed(j *ojs.Job, e ojs.JobError) (*ojs.Job, func(context.Con
 		nj.State = ojs.StateRetryable
 		nj.NextAttemptAt = ojs.NewTime(next)
 		return nj, func(ctx context.Context, nj *ojs.Job) error {
+			if err := s.take(ctx, re, nj); err != nil {
+				return err
+			}
 			return s.store.SetJobTimer(ctx, topology.TimerDue, nj, next)
 		}
 	}

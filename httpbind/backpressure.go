@@ -84,7 +84,7 @@ func (s *server) getQueueConfig(w http.ResponseWriter, r *http.Request) {
 
 // putQueueConfig is PUT .../queues/{name}/config. It accepts the
 // extension's {"backpressure":{max_depth, max_size_bytes, strategy,
-// warning_threshold, tenant_key, tenant_max_depth}}, the .txt's
+// warning_threshold, tenant_key, tenant_max_depth, count_active}}, the .txt's
 // {"capacity":{max_depth, max_size_bytes, on_overflow}} and the queue
 // config spec's top-level {max_size, max_size_bytes, overflow_policy}.
 // {"backpressure": null} returns the queue to the server-wide default.
@@ -170,6 +170,11 @@ func decodeBound(raw json.RawMessage, prefix, depthField, strategyField string) 
 	}
 	if bp.TenantKey, err = o.str("tenant_key", false); err != nil {
 		return nil, prefixed(err, prefix)
+	}
+	if v, err := o.boolean("count_active"); err != nil {
+		return nil, prefixed(err, prefix)
+	} else if v != nil {
+		bp.CountActive = *v
 	}
 	if v, ok := o.get("warning_threshold"); ok {
 		if err := json.Unmarshal(v, &bp.WarningThreshold); err != nil || bp.WarningThreshold <= 0 || bp.WarningThreshold > 1 {

@@ -118,6 +118,10 @@ func TestQueueConfigEndpoint_BP003(t *testing.T) {
 	if bp := r.body["backpressure"].(map[string]any); bp["max_depth"] != float64(7) || bp["strategy"] != "reject" {
 		t.Fatalf("queue-config shape: %v", r.body)
 	}
+	r = l.do(t, http.MethodPut, "/ojs/v1/admin/queues/email/config", `{"backpressure":{"max_depth":10,"count_active":true}}`, nil).want(t, http.StatusOK)
+	if bp := r.body["backpressure"].(map[string]any); bp["max_depth"] != float64(10) || bp["count_active"] != true {
+		t.Fatalf("count_active: %v", r.body)
+	}
 	r = l.do(t, http.MethodPut, "/ojs/v1/admin/queues/email/config", `{"backpressure":null}`, nil).want(t, http.StatusOK)
 	if r.body["source"] != "none" {
 		t.Fatalf("cleared: %v", r.body)
@@ -128,6 +132,7 @@ func TestQueueConfigEndpoint_BP003(t *testing.T) {
 		`{"backpressure":{"max_depth":-1}}`:              "backpressure.max_depth",
 		`{"backpressure":{"warning_threshold":2}}`:       "backpressure.warning_threshold",
 		`{"backpressure":{"tenant_max_depth":3}}`:        "backpressure.tenant_key",
+		`{"backpressure":{"count_active":"yes"}}`:        "backpressure.count_active",
 		`{"backpressure":{},"capacity":{"max_depth":1}}`: "backpressure",
 		`{}`: "backpressure",
 	} {

@@ -37,6 +37,13 @@ type Backpressure struct {
 	WarningThreshold float64 `json:"warning_threshold"`
 	TenantKey        string  `json:"tenant_key,omitempty"`
 	TenantMaxDepth   int64   `json:"tenant_max_depth,omitempty"`
+	// CountActive counts active jobs against the bound too. The spec's
+	// depth is available + scheduled + retryable (ojs-backpressure.md 3),
+	// so by default a job gives its place back when a worker claims it,
+	// and a failed attempt takes one again to retry. With CountActive a
+	// job keeps its place until it finishes: a retry never finds its queue
+	// full, and the bound holds for every job the queue has, running or not.
+	CountActive bool `json:"count_active,omitempty"`
 }
 
 // Bounded reports whether any bound is set.

@@ -247,6 +247,9 @@ func (in *Internal) appendJSON(b []byte) []byte {
 	if in.DepthSeq != 0 {
 		b = strconv.AppendUint(append(sep(b), `"depth_seq":`...), in.DepthSeq, 10)
 	}
+	if in.OverSeq != 0 {
+		b = strconv.AppendUint(append(sep(b), `"over_seq":`...), in.OverSeq, 10)
+	}
 	return append(b, '}')
 }
 

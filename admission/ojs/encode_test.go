@@ -55,7 +55,7 @@ func fullJob() *Job {
 		RateLimit: &RateLimitPolicy{Key: "tenant:acme", Concurrency: &two,
 			Rate: &RateWindow{Limit: 10, Period: Duration(time.Minute)}, OnLimit: "wait"},
 		Internal: Internal{Token: "tok", LeaseUntil: at, BeatMs: 60000, HeldAck: "$JS.ACK.x", HeldToken: "held",
-			Limits: []string{"c.tenant:acme", "r.x"}, DepthSeq: 7},
+			Limits: []string{"c.tenant:acme", "r.x"}, DepthSeq: 7, OverSeq: 9},
 	}
 }
 
@@ -66,13 +66,14 @@ func TestAppendJSONMatchesReflection(t *testing.T) {
 		"new job": func(j *Job) {
 			*j = Job{ID: "x", Type: "t", Queue: "default", Retry: &RetryPolicy{}, State: StateAvailable}
 		},
-		"only token":    func(j *Job) { j.Internal = Internal{Token: "t"} },
-		"only lease":    func(j *Job) { j.Internal = Internal{LeaseUntil: j.ScheduledAt} },
-		"only limits":   func(j *Job) { j.Internal = Internal{Limits: []string{"k"}} },
-		"only depth":    func(j *Job) { j.Internal = Internal{DepthSeq: 42} },
-		"no rate limit": func(j *Job) { j.RateLimit = nil },
-		"empty slices":  func(j *Job) { j.Tags, j.Errors, j.Retry.NonRetryableErrors = []string{}, []JobError{}, []string{} },
-		"nil retryable": func(j *Job) { j.Retry.NonRetryableErrors = nil },
+		"only token":     func(j *Job) { j.Internal = Internal{Token: "t"} },
+		"only lease":     func(j *Job) { j.Internal = Internal{LeaseUntil: j.ScheduledAt} },
+		"only limits":    func(j *Job) { j.Internal = Internal{Limits: []string{"k"}} },
+		"only depth":     func(j *Job) { j.Internal = Internal{DepthSeq: 42} },
+		"only overdraft": func(j *Job) { j.Internal = Internal{OverSeq: 43} },
+		"no rate limit":  func(j *Job) { j.RateLimit = nil },
+		"empty slices":   func(j *Job) { j.Tags, j.Errors, j.Retry.NonRetryableErrors = []string{}, []JobError{}, []string{} },
+		"nil retryable":  func(j *Job) { j.Retry.NonRetryableErrors = nil },
 		"escapes": func(j *Job) {
 			j.Type = "a\"b\\c\n\r\t\b\f\x00\x1f<>&\u2028\u2029é😀\xff"
 			j.Tags = []string{"<script>", "\x7f"}

@@ -143,12 +143,16 @@ type Internal struct {
 	// DepthSeq is the sequence of the job's unit in its queue's depth
 	// stream (admission/backpressure.go), 0 when its queue was unbounded.
 	DepthSeq uint64 `json:"depth_seq,omitempty"`
+	// OverSeq is the sequence of the job's overdraft unit: a job that came
+	// back from active to retry while its queue was full counts over the
+	// bound, in the overdraft stream, until it is claimed or finishes.
+	OverSeq uint64 `json:"over_seq,omitempty"`
 }
 
 // IsZero reports whether i holds nothing (for omitzero).
 func (i Internal) IsZero() bool {
 	return i.Token == "" && i.LeaseUntil == nil && i.BeatMs == 0 && i.HeldAck == "" && i.HeldToken == "" && len(i.Limits) == 0 &&
-		i.DepthSeq == 0
+		i.DepthSeq == 0 && i.OverSeq == 0
 }
 
 // JobError is the error object of a failed attempt (ojs-core.md section 8,

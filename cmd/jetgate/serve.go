@@ -51,7 +51,7 @@ var serveGroups = []flagGroup{
 	}},
 	{"Backpressure (default bound of queues without their own)", [][2]string{
 		{"queue-max-depth", "N"}, {"queue-max-size-bytes", "SIZE"}, {"queue-overflow", "STRATEGY"},
-		{"max-block-timeout", "DURATION"},
+		{"queue-count-active", ""}, {"max-block-timeout", "DURATION"},
 	}},
 	{"Logging", [][2]string{{"log-level", "LEVEL"}, {"log-format", "FORMAT"}}},
 }
@@ -89,6 +89,7 @@ func newServeFlags(cfg *app.Config) *flag.FlagSet {
 
 	fs.Int64Var(&cfg.QueueMaxDepth, "queue-max-depth", 0, "Default max_depth of queues without their own bound: jobs counted against it at once (0: unbounded).")
 	fs.Var((*byteSize)(&cfg.QueueMaxSizeBytes), "queue-max-size-bytes", "Default max_size_bytes of queues without their own bound: total size of their jobs (0: unbounded).")
+	fs.BoolVar(&cfg.QueueCountActive, "queue-count-active", false, "Count running (active) jobs against the default bound too, so a retry never finds its queue full; by default depth is available + scheduled + retryable, as the spec counts it.")
 	fs.StringVar(&cfg.QueueOverflow, "queue-overflow", "reject", "What a full queue does with a new job by default: reject (429), block (wait up to OJS-Block-Timeout) or drop_oldest.")
 	fs.DurationVar(&cfg.MaxBlockTimeout, "max-block-timeout", 30*time.Second, "Longest a producer may wait for room in a full queue with the block strategy, whatever its OJS-Block-Timeout.")
 

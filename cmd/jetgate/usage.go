@@ -46,7 +46,11 @@ func serveUsage() string {
 		fmt.Fprintf(&b, "\n%s:\n", g.title)
 		for _, nf := range g.flags {
 			f := fs.Lookup(nf[0])
-			fmt.Fprintf(&b, "  --%s %s  (%s", f.Name, nf[1], envName(f.Name))
+			name := "--" + f.Name
+			if nf[1] != "" {
+				name += " " + nf[1] // a boolean flag takes no value
+			}
+			fmt.Fprintf(&b, "  %s  (%s", name, envName(f.Name))
 			if f.DefValue != "" {
 				fmt.Fprintf(&b, ", default %s", f.DefValue)
 			}

@@ -100,6 +100,15 @@ const (
 	FreedSubjectPattern = "ojs.freed.%s"
 	// FreedSubjects matches the freed notices of every queue.
 	FreedSubjects = "ojs.freed.*"
+	// OverdraftStream holds the overdraft units of every bounded queue:
+	// one message per job that came back from active to retry while its
+	// queue was full. It has no limits (a retry is never refused); a
+	// queue's depth is its depth stream's units plus its overdraft units.
+	OverdraftStream = "OJS_OVERDRAFT"
+	// OverdraftSubjects is the overdraft stream's subject space.
+	OverdraftSubjects = "ojs.overdraft.*"
+	// OverdraftSubjectPattern is ojs.overdraft.<queue>.
+	OverdraftSubjectPattern = "ojs.overdraft.%s"
 )
 
 // CancelSignalPattern is ojs.signal.cancel.<queue>.<job id>: where an
@@ -190,6 +199,9 @@ func DepthSubject(queue, tenant string) string {
 
 // DepthSubjects returns the subject space of a queue's depth stream.
 func DepthSubjects(queue string) string { return fmt.Sprintf(DepthSubjectsPattern, Token(queue)) }
+
+// OverdraftSubject returns the overdraft unit subject of a queue.
+func OverdraftSubject(queue string) string { return fmt.Sprintf(OverdraftSubjectPattern, Token(queue)) }
 
 // FreedSubject returns the freed-notice subject of a queue.
 func FreedSubject(queue string) string { return fmt.Sprintf(FreedSubjectPattern, Token(queue)) }

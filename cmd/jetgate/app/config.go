@@ -37,7 +37,9 @@ type Config struct {
 	// long a blocked producer waits (default 30 s).
 	QueueMaxDepth, QueueMaxSizeBytes int64
 	QueueOverflow                    string
-	MaxBlockTimeout                  time.Duration
+	// QueueCountActive counts active jobs against the default bound too.
+	QueueCountActive bool
+	MaxBlockTimeout  time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -84,5 +86,6 @@ func (c Config) validate() error {
 
 // backpressure is the server-wide default bound.
 func (c Config) backpressure() ojs.Backpressure {
-	return ojs.Backpressure{MaxDepth: c.QueueMaxDepth, MaxSizeBytes: c.QueueMaxSizeBytes, Strategy: c.QueueOverflow}
+	return ojs.Backpressure{MaxDepth: c.QueueMaxDepth, MaxSizeBytes: c.QueueMaxSizeBytes, Strategy: c.QueueOverflow,
+		CountActive: c.QueueCountActive}
 }
