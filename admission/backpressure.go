@@ -105,6 +105,7 @@ type backpressure struct {
 	release chan depthUnit
 	sub     *nats.Subscription
 	over    overdraft
+	tickets tickets
 }
 
 // depthUnit names one unit: a queue's depth stream (or, when over, the
@@ -134,7 +135,6 @@ type bpQueue struct {
 	reconcile time.Time
 }
 
-type waiter struct{ ch chan struct{} }
 
 func newBackpressure() *backpressure {
 	return &backpressure{queues: map[string]*bpQueue{}, release: make(chan depthUnit, 4096)}

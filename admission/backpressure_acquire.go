@@ -141,18 +141,14 @@ func (s *Service) startUnits(ctx context.Context, q *bpQueue, cfg ojs.Backpressu
 	}, nil
 }
 
-// acquireBlocking waits, in arrival order among this process's producers,
-// until the units fit or the block timeout passes. Waiting costs nothing:
-// only the head waiter is woken, by a release in this process or a freed
-// notice from another, and then tries once.
+// acquireBlocking waits until the units fit or the block timeout passes.
+// Blocked producers are served in arrival order across every process
+// (backpressure_block.go): each takes a ticket, and only the holder of the
+// oldest ticket tries for room. Waiting costs nothing: a waiter is woken
+// by a release in this process, a freed notice from another, or the
+// deadline of a ticket ahead of it, never by a poll.
 func (s *Service) acquireBlocking(ctx context.Context, q *bpQueue, cfg ojs.Backpressure, jobs []*ojs.Job) error {
 	timeout := s.blockTimeout(ctx)
-	w := &waiter{ch: make(chan struct{}, 1)}
-	q.mu.Lock()
-	q.waiters = append(q.waiters, w)
-	head := len(q.waiters) == 1
-	q.mu.Unlock()
-	defer q.leave(w)
 	var last *fullError
 	try := func() (done bool, err error) {
 		err = s.tryAcquire(ctx, q, cfg, jobs)
@@ -163,23 +159,62 @@ func (s *Service) acquireBlocking(ctx context.Context, q *bpQueue, cfg ojs.Backp
 		last = full
 		return false, nil
 	}
-	if head || timeout <= 0 {
+	if timeout <= 0 {
+		if done, err := try(); done {
+			return err
+		}
+		return s.rejected(ctx, q, cfg, last, jobs, 0)
+	}
+	start := time.Now()
+	// Room now and nobody waiting anywhere: take it without a ticket.
+	if none, err := s.nobodyWaiting(ctx, q); err != nil {
+		return err
+	} else if none {
 		if done, err := try(); done {
 			return err
 		}
 	}
-	if timeout <= 0 {
-		return s.rejected(ctx, q, cfg, last, jobs, 0)
+	w, err := s.enterTicket(ctx, q, start.Add(timeout), len(jobs))
+	if err != nil {
+		return err
 	}
-	start := time.Now()
+	defer s.leaveTicket(q, w)
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
+	var ahead *time.Timer
+	defer func() {
+		if ahead != nil {
+			ahead.Stop()
+		}
+	}()
 	for {
-		select {
-		case <-w.ch:
+		head, err := s.headTicket(ctx, q)
+		if err != nil {
+			return err
+		}
+		var aheadC <-chan time.Time
+		switch {
+		case head.seq == 0 || head.seq >= w.seq:
+			// The oldest waiter (a ticket ahead that vanished, with the
+			// stream, counts as gone).
 			if done, err := try(); done {
 				return err
 			}
+		case time.Now().After(head.deadline.Add(ticketGrace)):
+			// Its producer gave up long ago without taking the ticket
+			// back: the process died.
+			s.dropTicket(ctx, q, head.seq)
+			continue
+		default:
+			if ahead != nil {
+				ahead.Stop()
+			}
+			ahead = time.NewTimer(time.Until(head.deadline.Add(ticketGrace)))
+			aheadC = ahead.C
+		}
+		select {
+		case <-w.ch:
+		case <-aheadC:
 		case <-deadline.C:
 			if last == nil {
 				last = &fullError{bound: "max_depth"}

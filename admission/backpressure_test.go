@@ -342,6 +342,87 @@ func TestBackpressureBlock_BPR002(t *testing.T) {
 	}
 }
 
+// BP-R002 across processes: blocked producers are served in arrival
+// order whichever process they wait in. Room is freed through the second
+// process, which wakes its own waiter first: without one line for all
+// processes, the later producer there would win.
+func TestBackpressureBlockArrivalOrderAcrossProcesses_BPR002(t *testing.T) {
+	t.Parallel()
+	srv := natsTestServer(t)
+	p0, p1 := setupOn(t, nil, natsConnect(t, srv)), setupOn(t, nil, natsConnect(t, srv))
+	ctx := testCtx(t)
+	bound(t, p0, "line", ojs.Backpressure{MaxDepth: 1, Strategy: ojs.StrategyBlock})
+	eventually(t, 5*time.Second, "bound seen", func() bool {
+		c, _ := p1.svc.QueueConfig(ctx, "line")
+		return c.Source == "queue" && c.Backpressure.Strategy == ojs.StrategyBlock
+	})
+	first := enqueue(t, p0, `{"type":"t","args":[0],"options":{"queue":"line"}}`)
+	var mu sync.Mutex
+	var served []string
+	var wg sync.WaitGroup
+	for i, p := range []bundle{p0, p1, p0} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := p.svc.Enqueue(ojs.WithBlockTimeout(ctx, 30*time.Second),
+				mustParse(t, fmt.Sprintf(`{"type":"t","args":[%d],"options":{"queue":"line"}}`, i+1)))
+			if err != nil {
+				t.Errorf("producer %d: %v", i, err)
+				return
+			}
+			mu.Lock()
+			served = append(served, fmt.Sprint(i))
+			mu.Unlock()
+		}()
+		eventually(t, 5*time.Second, "producer waiting", func() bool {
+			return p0.svc.BlockedProducers("line")+p1.svc.BlockedProducers("line") == i+1
+		})
+	}
+	_ = first
+	for n := 1; n <= 3; n++ {
+		if j := fetch1(t, p1, "line"); j == nil {
+			t.Fatalf("round %d: nothing to fetch", n)
+		}
+		eventually(t, 10*time.Second, "a producer served", func() bool { mu.Lock(); defer mu.Unlock(); return len(served) == n })
+	}
+	wg.Wait()
+	if got := fmt.Sprint(served); got != "[0 1 2]" {
+		t.Fatalf("served %s, want arrival order [0 1 2]", got)
+	}
+}
+
+// A producer that died while blocked holds its place only until its
+// deadline: the producer behind it is served once the deadline (plus a
+// grace) has passed, woken by a timer, not a poll.
+func TestBackpressureBlockDeadTicketExpires_BPR002(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := testCtx(t)
+	bound(t, b, "dead", ojs.Backpressure{MaxDepth: 1, Strategy: ojs.StrategyBlock})
+	enqueue(t, b, `{"type":"t","args":[0],"options":{"queue":"dead"}}`)
+	// A ticket as a producer in a process that then died leaves it.
+	if _, err := tryBlock(ctx, b, 100*time.Millisecond); !errors.Is(err, ojs.ErrQueueFull) {
+		t.Fatalf("first blocked enqueue: %v", err)
+	}
+	m := nats.NewMsg(topology.BlockedSubject("dead"))
+	m.Header.Set("Ojs-Ticket-Deadline", fmt.Sprint(time.Now().Add(300*time.Millisecond).UnixNano()))
+	if _, err := b.js.PublishMsg(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	fetch1(t, b, "dead") // room for one
+	start := time.Now()
+	if _, err := tryBlock(ctx, b, 20*time.Second); err != nil {
+		t.Fatalf("producer behind a dead ticket: %v", err)
+	}
+	if waited := time.Since(start); waited < 200*time.Millisecond || waited > 15*time.Second {
+		t.Fatalf("served after %s: want after the dead ticket's deadline and grace", waited)
+	}
+}
+
+func tryBlock(ctx context.Context, b bundle, timeout time.Duration) (*ojs.Job, error) {
+	return b.svc.Enqueue(ojs.WithBlockTimeout(ctx, timeout), &ojs.Job{Type: "t", Args: json.RawMessage(`[]`), Queue: "dead"})
+}
+
 // BP-R003: drop_oldest discards the oldest available job of the lowest
 // priority (highest number), with error type overflow, to accept the new.
 func TestBackpressureDropOldest_BPR003(t *testing.T) {

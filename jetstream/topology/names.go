@@ -109,6 +109,15 @@ const (
 	OverdraftSubjects = "ojs.overdraft.*"
 	// OverdraftSubjectPattern is ojs.overdraft.<queue>.
 	OverdraftSubjectPattern = "ojs.overdraft.%s"
+	// BlockedStream holds the tickets of producers blocked on full queues
+	// (strategy block): the stream order of a queue's tickets is the order
+	// its producers are served in, across processes. Memory storage, kept
+	// at most an hour.
+	BlockedStream = "OJS_BLOCKED"
+	// BlockedSubjects is the ticket stream's subject space.
+	BlockedSubjects = "ojs.blocked.*"
+	// BlockedSubjectPattern is ojs.blocked.<queue>.
+	BlockedSubjectPattern = "ojs.blocked.%s"
 )
 
 // CancelSignalPattern is ojs.signal.cancel.<queue>.<job id>: where an
@@ -202,6 +211,9 @@ func DepthSubjects(queue string) string { return fmt.Sprintf(DepthSubjectsPatter
 
 // OverdraftSubject returns the overdraft unit subject of a queue.
 func OverdraftSubject(queue string) string { return fmt.Sprintf(OverdraftSubjectPattern, Token(queue)) }
+
+// BlockedSubject returns the ticket subject of a queue.
+func BlockedSubject(queue string) string { return fmt.Sprintf(BlockedSubjectPattern, Token(queue)) }
 
 // FreedSubject returns the freed-notice subject of a queue.
 func FreedSubject(queue string) string { return fmt.Sprintf(FreedSubjectPattern, Token(queue)) }
