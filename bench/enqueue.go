@@ -2,11 +2,15 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"strconv"
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
 
 	"github.com/jetgate/jetgate/admission/ojs"
 )
@@ -83,6 +87,50 @@ func (e *Env) RawEnqueue(ctx context.Context, sh Shape, batch int) (Sample, erro
 				return fmt.Errorf("publish async: %w", err)
 			case <-ctx.Done():
 				return ctx.Err()
+			}
+		}
+		return nil
+	})
+}
+
+// RawAtomicBatch is the raw JetStream way to store batch messages all or
+// none: one atomic batch publish (ADR-50) of batch messages per call, the
+// guarantee EnqueueBatch gives. The first and the committing message are
+// requests, the others plain publishes, as the ADR describes.
+func (e *Env) RawAtomicBatch(ctx context.Context, sh Shape, batch int) (Sample, error) {
+	subj := fmt.Sprintf(rawSubject, nextRun())
+	defer e.cleanupRaw(subj, "")
+	size := sh.payloadBytes()
+	return enqueueRun(ctx, sh, batch, func(ctx context.Context, first, n int) error {
+		id := nuid.Next()
+		for i := range n {
+			m := nats.NewMsg(subj)
+			m.Data = payload(first+i, size)
+			m.Header.Set("Nats-Batch-Id", id)
+			m.Header.Set("Nats-Batch-Sequence", strconv.Itoa(i+1))
+			if i > 0 && i < n-1 {
+				if err := e.nc.PublishMsg(m); err != nil {
+					return fmt.Errorf("atomic batch publish: %w", err)
+				}
+				continue
+			}
+			if i == n-1 {
+				m.Header.Set("Nats-Batch-Commit", "1")
+			}
+			resp, err := e.nc.RequestMsgWithContext(ctx, m)
+			if err != nil {
+				return fmt.Errorf("atomic batch publish: %w", err)
+			}
+			var r struct {
+				Error *jetstream.APIError `json:"error,omitempty"`
+			}
+			if len(resp.Data) > 0 {
+				if err := json.Unmarshal(resp.Data, &r); err != nil {
+					return fmt.Errorf("atomic batch publish: %w", err)
+				}
+				if r.Error != nil {
+					return fmt.Errorf("atomic batch publish: %w", r.Error)
+				}
 			}
 		}
 		return nil

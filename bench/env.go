@@ -89,6 +89,8 @@ func (e *Env) connect(ctx context.Context, url string, conns int) error {
 		Subjects:  []string{rawSubjects},
 		Retention: jetstream.WorkQueuePolicy,
 		Storage:   jetstream.FileStorage,
+		// For the all-or-nothing batch baseline (RawAtomicBatch).
+		AllowAtomicPublish: true,
 	})
 	if err != nil {
 		return fmt.Errorf("create %s: %w", rawStream, err)
