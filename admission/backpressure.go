@@ -135,7 +135,6 @@ type bpQueue struct {
 	reconcile time.Time
 }
 
-
 func newBackpressure() *backpressure {
 	return &backpressure{queues: map[string]*bpQueue{}, release: make(chan depthUnit, 4096)}
 }
