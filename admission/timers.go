@@ -60,10 +60,12 @@ func (s *Service) onTimer(msg jetstream.Msg) {
 		_ = msg.TermWithReason("unknown timer kind " + kind)
 		return
 	}
-	if errors.Is(err, errEarly) || (kind == topology.TimerExpire && isNotFound(err)) {
+	if errors.Is(err, errEarly) || (isNotFound(err) && (kind == topology.TimerExpire || ref.BaseRev != 0)) {
 		// Fired before its record change landed (an expire timer is
-		// written before the record is created): look again shortly,
-		// until the change is too old to land (retryOrphan).
+		// written before the record is created), or met a read behind
+		// the writes (a timer with a base revision was set for a record
+		// that existed): look again shortly, until the change is too old
+		// to land (retryOrphan).
 		if retryOrphan(msg) {
 			return
 		}
@@ -83,9 +85,14 @@ var errStale = errors.New("stale timer")
 // staleOrEarly tells a message whose token does not match the record j
 // apart: early when the record is still at the revision the message's
 // transition replaces (published before its compare-and-swap, which has
-// not landed yet), stale otherwise.
+// not landed yet), stale otherwise. A record below that revision was read
+// behind the writes (a replica or a new stream leader still applying
+// them after a node restart): the message was published after a write
+// the read does not show yet, so it is early too, never stale. Only a
+// record past the base revision with another token proves the message
+// was overtaken.
 func staleOrEarly(j *ojs.Job, ref jobstore.MsgRef) error {
-	if ref.BaseRev != 0 && j.Rev == ref.BaseRev {
+	if ref.BaseRev != 0 && j.Rev <= ref.BaseRev {
 		return errEarly
 	}
 	return errStale
