@@ -69,7 +69,7 @@ func (s *Service) drop(ctx context.Context, queue string, ref jobstore.MsgRef, r
 		case j.State == ojs.StateActive && j.Internal.HeldToken == ref.Token:
 			return nil, nil, errRedelivered
 		case j.State != ojs.StateAvailable || j.Internal.Token != ref.Token:
-			return nil, nil, errStale
+			return nil, nil, staleOrEarly(j, ref)
 		}
 		now := s.now()
 		nj := j.Clone()
@@ -86,7 +86,9 @@ func (s *Service) drop(ctx context.Context, queue string, ref jobstore.MsgRef, r
 	case errors.Is(err, errStale):
 		_ = s.assets.Ready.DeleteMsg(ctx, readySeq)
 		return false, nil
-	case errors.Is(err, errRedelivered), isNotFound(err):
+	case errors.Is(err, errRedelivered), errors.Is(err, errEarly), isNotFound(err):
+		// Early: the record has not caught up with the message; it is
+		// the job's live ready message, left alone.
 		return false, nil
 	case err != nil:
 		return false, err
