@@ -379,10 +379,13 @@ func finished(st ojs.State) bool {
 // releaseAsync hands a unit to the release workers; with none running (or
 // a full hand-off queue) it is released on the caller's goroutine.
 func (s *Service) releaseAsync(queue string, seq uint64) {
-	if seq == 0 {
-		return
+	if seq != 0 {
+		s.handOff(depthUnit{queue: queue, seq: seq})
 	}
-	u := depthUnit{queue: queue, seq: seq}
+}
+
+// handOff is releaseAsync of any unit.
+func (s *Service) handOff(u depthUnit) {
 	if s.bp.runCtx != nil && s.bp.runCtx.Err() == nil {
 		select {
 		case s.bp.release <- u:

@@ -74,18 +74,15 @@ func (s *Service) ticketStream(ctx context.Context) (jetstream.Stream, error) {
 	if t.stream != nil {
 		return t.stream, nil
 	}
-	info := s.assets.Ready.CachedInfo()
-	st, err := s.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+	st, err := s.sideStream(ctx, jetstream.StreamConfig{
 		Name:        topology.BlockedStream,
 		Description: "jetgate tickets of producers blocked on full queues: the line they are served in",
 		Subjects:    []string{topology.BlockedSubjects},
-		Retention:   jetstream.LimitsPolicy,
 		MaxAge:      ticketMaxAge,
 		Storage:     jetstream.MemoryStorage,
-		Replicas:    info.Config.Replicas,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("ticket stream: %w", jobstore.Unavailable(err))
+		return nil, err
 	}
 	t.stream = st
 	return st, nil

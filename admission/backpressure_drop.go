@@ -143,24 +143,31 @@ func (s *Service) maybeReconcile(q *bpQueue) {
 // unit. It reads every unit once (bounded by the queue's bound plus its
 // overdraft) and returns how many it released.
 func (s *Service) ReconcileDepth(ctx context.Context, queue string, grace time.Duration) (int, error) {
-	n, err := s.reconcileUnits(ctx, queue, grace)
-	if err != nil {
-		return n, err
+	q := s.bp.queue(queue)
+	n := 0
+	if _, err := s.depthStream(ctx, q); err == nil {
+		if n, err = s.releaseLeaked(ctx, queue, topology.DepthStream(queue), "", grace, false); err != nil {
+			return n, err
+		}
+	} else if !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return 0, err
 	}
-	m, err := s.reconcileOverdraft(ctx, queue, grace)
+	if s.overdraftStream(ctx) == nil {
+		return n, nil
+	}
+	m, err := s.releaseLeaked(ctx, queue, topology.OverdraftStream, topology.OverdraftSubject(queue), grace, true)
 	return n + m, err
 }
 
-// reconcileUnits is ReconcileDepth for the depth stream's units.
-func (s *Service) reconcileUnits(ctx context.Context, queue string, grace time.Duration) (int, error) {
-	q := s.bp.queue(queue)
-	if _, err := s.depthStream(ctx, q); err != nil {
-		if errors.Is(err, jetstream.ErrStreamNotFound) {
-			return 0, nil
-		}
-		return 0, err
+// releaseLeaked reads the units of queue in stream (only subject filter,
+// if set; over: overdraft units) and releases those older than grace that
+// no longer belong to their job.
+func (s *Service) releaseLeaked(ctx context.Context, queue, stream, filter string, grace time.Duration, over bool) (int, error) {
+	var occ jetstream.OrderedConsumerConfig
+	if filter != "" {
+		occ.FilterSubjects = []string{filter}
 	}
-	cons, err := s.js.OrderedConsumer(ctx, topology.DepthStream(queue), jetstream.OrderedConsumerConfig{})
+	cons, err := s.js.OrderedConsumer(ctx, stream, occ)
 	if err != nil {
 		return 0, fmt.Errorf("read units of %s: %w", queue, jobstore.Unavailable(err))
 	}
@@ -182,8 +189,8 @@ func (s *Service) reconcileUnits(ctx context.Context, queue string, grace time.D
 			if time.Since(md.Timestamp) < grace {
 				continue
 			}
-			if s.leaked(ctx, m.Headers().Get(jobstore.HeaderJobID), md.Sequence.Stream) {
-				s.releaseUnit(ctx, depthUnit{queue: queue, seq: md.Sequence.Stream})
+			if s.leaked(ctx, m.Headers().Get(jobstore.HeaderJobID), md.Sequence.Stream, over) {
+				s.releaseUnit(ctx, depthUnit{queue: queue, seq: md.Sequence.Stream, over: over})
 				released++
 			}
 		}
@@ -193,8 +200,9 @@ func (s *Service) reconcileUnits(ctx context.Context, queue string, grace time.D
 	}
 }
 
-// leaked reports whether unit seq no longer belongs to job id.
-func (s *Service) leaked(ctx context.Context, id string, seq uint64) bool {
+// leaked reports whether unit seq (over: an overdraft unit) no longer
+// belongs to job id.
+func (s *Service) leaked(ctx context.Context, id string, seq uint64, over bool) bool {
 	j, _, err := s.store.Get(ctx, id)
 	switch {
 	case isNotFound(err):
@@ -202,5 +210,9 @@ func (s *Service) leaked(ctx context.Context, id string, seq uint64) bool {
 	case err != nil:
 		return false
 	}
-	return finished(j.State) || j.Internal.DepthSeq != seq
+	held := j.Internal.DepthSeq
+	if over {
+		held = j.Internal.OverSeq
+	}
+	return finished(j.State) || held != seq
 }

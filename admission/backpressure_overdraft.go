@@ -155,16 +155,14 @@ func (s *Service) ensureOverdraft(ctx context.Context) error {
 		return nil
 	}
 	info := s.assets.Ready.CachedInfo()
-	st, err := s.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+	st, err := s.sideStream(ctx, jetstream.StreamConfig{
 		Name:        topology.OverdraftStream,
 		Description: "jetgate overdraft units: one message per retry that came back to a full bounded queue",
 		Subjects:    []string{topology.OverdraftSubjects},
-		Retention:   jetstream.LimitsPolicy,
 		Storage:     info.Config.Storage,
-		Replicas:    info.Config.Replicas,
 	})
 	if err != nil {
-		return fmt.Errorf("overdraft stream: %w", jobstore.Unavailable(err))
+		return err
 	}
 	s.bp.over.stream = st
 	return nil
@@ -202,23 +200,12 @@ func (s *Service) overdraftCount(ctx context.Context, queue string) (int64, bool
 	return int64(info.State.Subjects[subj]), true
 }
 
-// releaseOverAsync deletes an overdraft unit in the background (or on the
-// caller's goroutine when no release worker runs).
+// releaseOverAsync deletes an overdraft unit in the background, like
+// releaseAsync.
 func (s *Service) releaseOverAsync(queue string, seq uint64) {
-	if seq == 0 {
-		return
+	if seq != 0 {
+		s.handOff(depthUnit{queue: queue, seq: seq, over: true})
 	}
-	u := depthUnit{queue: queue, seq: seq, over: true}
-	if s.bp.runCtx != nil && s.bp.runCtx.Err() == nil {
-		select {
-		case s.bp.release <- u:
-			return
-		default:
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	s.releaseUnit(ctx, u)
 }
 
 // releaseOver deletes an overdraft unit (idempotent).
@@ -237,55 +224,14 @@ func (s *Service) releaseOver(ctx context.Context, u depthUnit) {
 	q.mu.Unlock()
 }
 
-// reconcileOverdraft releases the overdraft units of queue, older than
-// grace, whose job does not exist, has finished, or holds another unit.
-func (s *Service) reconcileOverdraft(ctx context.Context, queue string, grace time.Duration) (int, error) {
-	if s.overdraftStream(ctx) == nil {
-		return 0, nil
-	}
-	cons, err := s.js.OrderedConsumer(ctx, topology.OverdraftStream, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{topology.OverdraftSubject(queue)},
-	})
+// sideStream creates (or updates) one of the backpressure's shared
+// streams, limits retention, replicated like the ready stream.
+func (s *Service) sideStream(ctx context.Context, sc jetstream.StreamConfig) (jetstream.Stream, error) {
+	sc.Retention = jetstream.LimitsPolicy
+	sc.Replicas = s.assets.Ready.CachedInfo().Config.Replicas
+	st, err := s.js.CreateOrUpdateStream(ctx, sc)
 	if err != nil {
-		return 0, fmt.Errorf("read overdraft units of %s: %w", queue, jobstore.Unavailable(err))
+		return nil, fmt.Errorf("stream %s: %w", sc.Name, jobstore.Unavailable(err))
 	}
-	released := 0
-	for {
-		batch, err := cons.FetchNoWait(256)
-		if err != nil {
-			return released, fmt.Errorf("read overdraft units of %s: %w", queue, jobstore.Unavailable(err))
-		}
-		n := 0
-		var pending uint64
-		for m := range batch.Messages() {
-			n++
-			md, err := m.Metadata()
-			if err != nil {
-				continue
-			}
-			pending = md.NumPending
-			if time.Since(md.Timestamp) < grace {
-				continue
-			}
-			if s.leakedOver(ctx, m.Headers().Get(jobstore.HeaderJobID), md.Sequence.Stream) {
-				s.releaseOver(ctx, depthUnit{queue: queue, seq: md.Sequence.Stream, over: true})
-				released++
-			}
-		}
-		if n == 0 || pending == 0 {
-			return released, nil
-		}
-	}
-}
-
-// leakedOver reports whether overdraft unit seq no longer belongs to job id.
-func (s *Service) leakedOver(ctx context.Context, id string, seq uint64) bool {
-	j, _, err := s.store.Get(ctx, id)
-	switch {
-	case isNotFound(err):
-		return true
-	case err != nil:
-		return false
-	}
-	return finished(j.State) || j.Internal.OverSeq != seq
+	return st, nil
 }

@@ -356,7 +356,7 @@ func TestBackpressureBlockArrivalOrderAcrossProcesses_BPR002(t *testing.T) {
 		c, _ := p1.svc.QueueConfig(ctx, "line")
 		return c.Source == "queue" && c.Backpressure.Strategy == ojs.StrategyBlock
 	})
-	first := enqueue(t, p0, `{"type":"t","args":[0],"options":{"queue":"line"}}`)
+	enqueue(t, p0, `{"type":"t","args":[0],"options":{"queue":"line"}}`)
 	var mu sync.Mutex
 	var served []string
 	var wg sync.WaitGroup
@@ -378,7 +378,6 @@ func TestBackpressureBlockArrivalOrderAcrossProcesses_BPR002(t *testing.T) {
 			return p0.svc.BlockedProducers("line")+p1.svc.BlockedProducers("line") == i+1
 		})
 	}
-	_ = first
 	for n := 1; n <= 3; n++ {
 		if j := fetch1(t, p1, "line"); j == nil {
 			t.Fatalf("round %d: nothing to fetch", n)
