@@ -159,20 +159,23 @@ func (s *Service) acquireBlocking(ctx context.Context, q *bpQueue, cfg ojs.Backp
 		last = full
 		return false, nil
 	}
-	if timeout <= 0 {
+	start := time.Now()
+	// Room now and nobody waiting anywhere: take it without a ticket. A
+	// producer that may not wait never goes ahead of those who do.
+	none, err := s.nobodyWaiting(ctx, q)
+	if err != nil {
+		return err
+	}
+	if none {
 		if done, err := try(); done {
 			return err
+		}
+	}
+	if timeout <= 0 {
+		if last == nil {
+			last = &fullError{bound: "max_depth"}
 		}
 		return s.rejected(ctx, q, cfg, last, jobs, 0)
-	}
-	start := time.Now()
-	// Room now and nobody waiting anywhere: take it without a ticket.
-	if none, err := s.nobodyWaiting(ctx, q); err != nil {
-		return err
-	} else if none {
-		if done, err := try(); done {
-			return err
-		}
 	}
 	w, err := s.enterTicket(ctx, q, start.Add(timeout), len(jobs))
 	if err != nil {
