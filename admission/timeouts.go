@@ -273,10 +273,11 @@ type cancelSignal struct {
 // deadline if that comes first. A heartbeat that wrote a later timer in the
 // meantime is kept.
 func (s *Service) signalCancel(ctx context.Context, ref jobstore.MsgRef, lr leaseRef) error {
-	j, _, err := s.store.Get(ctx, ref.JobID)
+	j, rev, err := s.store.Get(ctx, ref.JobID)
 	if err != nil {
 		return err
 	}
+	j.Rev = rev // staleOrEarly compares it with the message's base revision
 	if j.State != ojs.StateActive || j.Internal.Token != ref.Token {
 		return staleOrEarly(j, ref)
 	}
