@@ -107,10 +107,7 @@ func (s *Service) expire(j *ojs.Job, d deadline) (*ojs.Job, func(context.Context
 	nj.State = ojs.StateDiscarded
 	nj.DiscardedAt = ojs.NewTime(now)
 	nj.NextAttemptAt = nil
-	nj.Internal.Token = jobstore.NewToken()
-	nj.Internal.LeaseUntil = nil
-	nj.Internal.Limits = nil
-	clearHeld(nj)
+	endAttempt(nj)
 	return nj, func(ctx context.Context, nj *ojs.Job) error {
 		return s.store.PutDead(ctx, jobstore.DeadEntry{JobID: nj.ID, Queue: nj.Queue, DiscardedAt: nj.DiscardedAt})
 	}, nil

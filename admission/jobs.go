@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/jetgate/jetgate/admission/ojs"
-	"github.com/jetgate/jetgate/jetstream/jobstore"
 	"github.com/jetgate/jetgate/jetstream/topology"
 )
 
@@ -26,10 +25,7 @@ func (s *Service) Cancel(ctx context.Context, id string) (*ojs.Job, ojs.State, e
 		nj := j.Clone()
 		nj.State = ojs.StateCancelled
 		nj.CancelledAt = ojs.NewTime(s.now())
-		nj.Internal.Token = jobstore.NewToken()
-		nj.Internal.LeaseUntil = nil
-		nj.Internal.Limits = nil
-		clearHeld(nj)
+		endAttempt(nj)
 		return nj, nil, nil
 	})
 	if err != nil {
@@ -79,10 +75,7 @@ func (s *Service) ready(j *ojs.Job, now time.Time) *ojs.Job {
 	nj.State = ojs.StateAvailable
 	nj.EnqueuedAt = ojs.NewTime(now)
 	nj.NextAttemptAt = nil
-	nj.Internal.Token = jobstore.NewToken()
-	nj.Internal.LeaseUntil = nil
-	nj.Internal.Limits = nil
-	clearHeld(nj)
+	endAttempt(nj)
 	return nj
 }
 

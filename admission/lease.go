@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetgate/jetgate/admission/ojs"
+	"github.com/jetgate/jetgate/jetstream/jobstore"
 	"github.com/jetgate/jetgate/jetstream/topology"
 )
 
@@ -167,6 +168,17 @@ func (s *Service) redelivered(ctx context.Context, j *ojs.Job, msg jetstream.Msg
 }
 
 // clearHeld forgets the held message of a record that leaves active.
+// endAttempt gives j a fresh token and drops what an attempt holds: its
+// lease deadline, its rate limit starts and its held ready message. Every
+// transition that takes a job out of active (or out of the running for
+// one) starts from it.
+func endAttempt(j *ojs.Job) {
+	j.Internal.Token = jobstore.NewToken()
+	j.Internal.LeaseUntil = nil
+	j.Internal.Limits = nil
+	clearHeld(j)
+}
+
 func clearHeld(j *ojs.Job) {
 	j.Internal.HeldAck = ""
 	j.Internal.HeldToken = ""

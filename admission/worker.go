@@ -29,10 +29,7 @@ func (s *Service) Ack(ctx context.Context, req ojs.AckRequest) (*ojs.AckResult, 
 		if len(req.Result) > 0 && string(req.Result) != "null" {
 			nj.Result = json.RawMessage(req.Result)
 		}
-		nj.Internal.Token = jobstore.NewToken()
-		nj.Internal.LeaseUntil = nil
-		nj.Internal.Limits = nil
-		clearHeld(nj)
+		endAttempt(nj)
 		return nj, nil, nil
 	})
 	if err != nil {
@@ -108,10 +105,7 @@ func (s *Service) failed(j *ojs.Job, e ojs.JobError, re *reentry) (*ojs.Job, fun
 	nj.Error = &e
 	nj.Errors = append(nj.Errors, e)
 	nj.MaxAttempts = maxAttempts
-	nj.Internal.Token = jobstore.NewToken()
-	nj.Internal.LeaseUntil = nil
-	nj.Internal.Limits = nil
-	clearHeld(nj)
+	endAttempt(nj)
 	retry := (e.Retryable == nil || *e.Retryable) && !policy.NonRetryable(e.Kind()) && j.Attempt < maxAttempts
 	next := now.Add(policy.Delay(j.Attempt))
 	if end, ok := j.TotalDeadline(); retry && ok {
