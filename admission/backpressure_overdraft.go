@@ -90,9 +90,7 @@ func (s *Service) take(ctx context.Context, re *reentry, nj *ojs.Job) error {
 			return err
 		} else {
 			re.depth = probe.Internal.DepthSeq
-			q.mu.Lock()
-			q.depth++
-			q.mu.Unlock()
+			s.acquired(ctx, q, cfg, 1)
 		}
 	}
 	nj.Internal.DepthSeq, nj.Internal.OverSeq = re.depth, re.over
