@@ -1,11 +1,11 @@
 package admission_test
 
 import (
-	"os"
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"sort"
 	"sync"
