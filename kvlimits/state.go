@@ -224,12 +224,17 @@ func (s *State) Acquire(r Request, now time.Time) (*Grant, *Denial) {
 		s.Tighten(r.Declared)
 	}
 	jobID, token := r.JobID, r.Token
-	_, wasPromised := s.Promised[jobID]
+	promise, wasPromised := s.Promised[jobID]
 	delete(s.Promised, jobID)
 	d := s.decide(r, wasPromised, now)
 	if d != nil {
 		patient := d.Strategy == StrategyThrottle && d.RetryAt.Sub(now) <= r.Patient
-		if r.InLine && !patient {
+		switch {
+		case patient && wasPromised:
+			// The caller waits for the start itself: the start stays
+			// promised to it meanwhile.
+			s.Promised[jobID] = promise
+		case r.InLine && !patient:
 			s.Waiting++
 		}
 		return nil, d
@@ -286,12 +291,25 @@ func (s *State) decide(r Request, wasPromised bool, now time.Time) *Denial {
 		if s.Window == nil || !s.Window.Start.Equal(winStart) {
 			s.Window = &WindowState{Start: ojs.Time{Time: winStart.UTC()}}
 		}
-		if s.Window.Count >= w.Limit {
+		// Starts promised to released waiters are theirs (the caller's
+		// own promise was taken out above).
+		if s.Window.Count+len(s.Promised) >= w.Limit {
 			return &Denial{Strategy: StrategyRate, Limit: w.Limit, Current: s.Window.Count, RetryAt: winStart.Add(w.Period.D())}
 		}
 	}
-	if t := l.Throttle; t != nil && s.ThrottleNext != nil && now.Before(s.ThrottleNext.Time) {
-		return &Denial{Strategy: StrategyThrottle, Limit: t.Limit, RetryAt: s.ThrottleNext.Time}
+	if t := l.Throttle; t != nil {
+		if s.ThrottleNext != nil && now.Before(s.ThrottleNext.Time) {
+			return &Denial{Strategy: StrategyThrottle, Limit: t.Limit, RetryAt: s.ThrottleNext.Time}
+		}
+		if len(s.Promised) > 0 {
+			// The next start is promised to a released waiter; the one
+			// after it is due an interval later at the earliest.
+			at := now
+			if s.ThrottleNext != nil {
+				at = later(at, s.ThrottleNext.Time)
+			}
+			return &Denial{Strategy: StrategyThrottle, Limit: t.Limit, RetryAt: ceilMilli(at.Add(t.Interval()))}
+		}
 	}
 	return nil
 }

@@ -151,3 +151,63 @@ func containsAny(s, chars string) bool {
 	}
 	return false
 }
+
+// A start promised to a released waiter is kept from newcomers under a
+// throttle and a window too (RL-R001, RL-R002), not only a concurrency
+// limit: a newcomer that is not in line (on_limit reschedule or drop) is
+// refused, by the throttle until an interval after the promised start.
+func TestPromiseReservesWindowAndThrottle_RLR001_RLR002(t *testing.T) {
+	thr := ojs.Limits{Throttle: win(10, time.Second)}
+	s := &State{Key: "k", Scope: ScopeKey}
+	s.Acquire(Request{JobID: "a", Declared: thr}, t0)
+	s.Acquire(Request{JobID: "w", Declared: thr, InLine: true}, t0)
+	at := t0.Add(100 * time.Millisecond)
+	if n, _ := s.Promotable(at, 10); n != 1 {
+		t.Fatalf("promotable = %d, want 1", n)
+	}
+	s.Promise("w", 1, at)
+	_, d := s.Acquire(Request{JobID: "new", Declared: thr}, at)
+	if d == nil || d.Strategy != StrategyThrottle || !d.RetryAt.Equal(t0.Add(200*time.Millisecond)) {
+		t.Fatalf("newcomer at the promised start: %+v, want a throttle refusal until 200ms", d)
+	}
+	if _, d := s.Acquire(Request{JobID: "w", Declared: thr, InLine: true, Promoted: true}, at); d != nil {
+		t.Fatalf("the promoted waiter was refused: %+v", d)
+	}
+
+	l := ojs.Limits{Rate: win(2, time.Minute)}
+	s = &State{Key: "k", Scope: ScopeKey}
+	s.Acquire(Request{JobID: "a", Declared: l}, t0)
+	s.Promise("w", 1, t0)
+	if _, d := s.Acquire(Request{JobID: "new", Declared: l}, t0); d == nil || d.Strategy != StrategyRate {
+		t.Fatalf("newcomer took the window's last start, promised to a waiter: %+v", d)
+	}
+	if _, d := s.Acquire(Request{JobID: "w", Declared: l, InLine: true, Promoted: true}, t0); d != nil {
+		t.Fatalf("the promoted waiter was refused: %+v", d)
+	}
+}
+
+// A promoted waiter refused by the throttle within its patience keeps its
+// promise (it waits for the start itself); refused without patience, it
+// loses the promise and counts as a waiter again, so the Waiting hint
+// never falls behind the waiters stored.
+func TestPatientWaiterKeepsPromise_RLR002(t *testing.T) {
+	thr := ojs.Limits{Throttle: win(10, time.Second)}
+	s := &State{Key: "k", Scope: ScopeKey}
+	s.Acquire(Request{JobID: "a", Declared: thr}, t0)
+	early := t0.Add(60 * time.Millisecond) // 40ms before the next start
+	s.Promise("w", 1, early)
+	req := Request{JobID: "w", Declared: thr, InLine: true, Promoted: true, Patient: 50 * time.Millisecond}
+	if _, d := s.Acquire(req, early); d == nil || d.Strategy != StrategyThrottle {
+		t.Fatalf("start 40ms early: %+v, want a throttle refusal", d)
+	}
+	if _, ok := s.Promised["w"]; !ok || s.Waiting != 0 {
+		t.Fatalf("patient refusal: promised %v, waiting %d; want the promise kept and no waiter", s.Promised, s.Waiting)
+	}
+	req.Patient = 0
+	if _, d := s.Acquire(req, early); d == nil {
+		t.Fatal("start 40ms early admitted")
+	}
+	if _, ok := s.Promised["w"]; ok || s.Waiting != 1 {
+		t.Fatalf("impatient refusal: promised %v, waiting %d; want no promise and one waiter", s.Promised, s.Waiting)
+	}
+}
