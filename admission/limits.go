@@ -88,10 +88,15 @@ func (s *Service) acquireLimits(ctx context.Context, nj *ojs.Job, checks []limit
 		var waiting bool
 		var at time.Time
 		var patience time.Duration
+		// A waiter released ahead of its throttle's start waits for it
+		// here (keeping its promise), for up to ThrottleLead and
+		// patientTries refusals, rather than going back to the end of the
+		// line. The last try has no patience, so the refusal it gives up
+		// on counts it as a waiter again: the Waiting hint must not fall
+		// behind the waiters stored.
+		var patientUntil time.Time
 		if promoted {
-			// A waiter released ahead of its throttle's start waits for
-			// it here rather than going back to the end of the line.
-			patience = kvlimits.ThrottleLead
+			patientUntil = s.now().Add(kvlimits.ThrottleLead)
 		}
 		var err error
 		for try := 0; ; try++ {
@@ -99,6 +104,10 @@ func (s *Service) acquireLimits(ctx context.Context, nj *ojs.Job, checks []limit
 				// Read the clock with the state the decision is made on: a
 				// start granted now is later than every release it saw.
 				at = s.now()
+				patience = 0
+				if try < patientTries {
+					patience = max(patientUntil.Sub(at), 0)
+				}
 				g, d = st.Acquire(kvlimits.Request{
 					JobID: nj.ID, Token: nj.Internal.Token, Declared: c.declared,
 					Promoted: promoted, InLine: inLine, Patient: patience,
@@ -106,7 +115,7 @@ func (s *Service) acquireLimits(ctx context.Context, nj *ojs.Job, checks []limit
 				waiting = st.Waiting > 0
 				return true
 			})
-			if err != nil || d == nil || d.Strategy != kvlimits.StrategyThrottle || try == 2 {
+			if err != nil || d == nil || d.Strategy != kvlimits.StrategyThrottle {
 				break
 			}
 			wait := d.RetryAt.Sub(at)
@@ -137,6 +146,10 @@ func (s *Service) acquireLimits(ctx context.Context, nj *ojs.Job, checks []limit
 	}
 	return held, nil, nil
 }
+
+// patientTries is how many throttle refusals a promoted waiter waits out
+// before it goes back to the waiters.
+const patientTries = 3
 
 // sleepCtx sleeps d, or until ctx ends (false).
 func sleepCtx(ctx context.Context, d time.Duration) bool {
@@ -421,14 +434,18 @@ func (s *Service) verifyLeases(ctx context.Context, e kvlimits.Entry) error {
 
 // startedLimited records a limited job's start: the wait the limits caused
 // (for a job released from waiters), and a look at the entries' waiters
-// (a start under a throttle or window decides when the next may go).
+// (a start under a throttle or window decides when the next may go). The
+// start of a promoted waiter is always looked at: it ends the promise a
+// throttle releases one waiter at a time behind, and the Waiting hint
+// may be behind the waiters.
 func (s *Service) startedLimited(ctx context.Context, msg jetstream.Msg, held []heldStart) {
 	parked := jobstore.ParkedAt(msg.Headers())
+	promoted := jobstore.Promoted(msg.Headers())
 	for _, h := range held {
 		if !parked.IsZero() {
 			s.met.RateLimitWaited(ctx, h.entry.Key, s.now().Sub(parked))
 		}
-		if h.waiting {
+		if h.waiting || promoted {
 			s.promoter.kick(h.entry)
 		}
 	}
