@@ -8,8 +8,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -168,7 +166,7 @@ func (s *Service) claimAll(ctx context.Context, queue string, msgs []jetstream.M
 
 // pull takes up to want ready messages of a queue, lowest priority level
 // first (lowest effective level first in a queue with aging, aging.go):
-// one stream info request tells which levels hold messages, then each
+// one request (jobstore.ReadyLevels) tells which levels hold messages, then each
 // level's consumer is asked without waiting.
 func (s *Service) pull(ctx context.Context, queue string, want int) ([]jetstream.Msg, error) {
 	levels, err := s.fetchLevels(ctx, queue)
@@ -190,26 +188,9 @@ func (s *Service) pull(ctx context.Context, queue string, want int) ([]jetstream
 }
 
 // levels lists the priority levels of a queue that hold ready messages,
-// lowest value first. One stream info request answers it exactly.
+// lowest value first. One request answers it exactly (jobstore.ReadyLevels).
 func (s *Service) levels(ctx context.Context, queue string) ([]int, error) {
-	info, err := s.assets.Ready.Info(ctx, jetstream.WithSubjectFilter(topology.ReadyQueueFilter(queue)))
-	if err != nil {
-		return nil, fmt.Errorf("ready levels of %s: %w", queue, jobstore.Unavailable(err))
-	}
-	levels := make([]int, 0, len(info.State.Subjects))
-	for subj, n := range info.State.Subjects {
-		if n == 0 {
-			continue
-		}
-		i := strings.LastIndexByte(subj, '.')
-		p, err := strconv.Atoi(subj[i+1:])
-		if err != nil {
-			continue
-		}
-		levels = append(levels, p)
-	}
-	slices.Sort(levels)
-	return levels, nil
+	return s.store.ReadyLevels(ctx, queue)
 }
 
 // fetchLevel pulls up to want ready messages of one level without waiting.

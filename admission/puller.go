@@ -12,8 +12,12 @@ import (
 // JetStream once for all of them (one level lookup, one pull per level)
 // instead of once each. Messages are handed out in arrival order, so the
 // oldest waiting fetch gets the highest-priority jobs. There is no
-// goroutine of its own: the first fetch to find the puller idle runs the
-// pulls until no fetch is waiting.
+// goroutine of its own: the first fetch to find the puller idle leads,
+// running pulls until its own fetch is served; then, if fetches are
+// waiting, the oldest of them leads the next pull. A fetch never pulls for
+// others after it got its messages, so its claim is not held up by pulls
+// it does not need (a leader that kept pulling while fetches kept coming
+// left its own job unclaimed for many rounds, and its worker idle).
 type puller struct {
 	s     *Service
 	queue string
@@ -28,9 +32,12 @@ const maxPull = 256
 
 type pullWaiter struct {
 	want int
-	msgs []jetstream.Msg
-	err  error
-	done chan struct{}
+	// Set under puller.mu: served once msgs and err are final, lead when
+	// the waiter must run the next pull. wake is signalled after either.
+	served, lead bool
+	msgs         []jetstream.Msg
+	err          error
+	wake         chan struct{}
 }
 
 func (s *Service) puller(queue string) *puller {
@@ -43,27 +50,41 @@ func (s *Service) puller(queue string) *puller {
 
 // take returns up to want ready messages, highest priority first.
 func (p *puller) take(ctx context.Context, want int) ([]jetstream.Msg, error) {
-	w := &pullWaiter{want: want, done: make(chan struct{})}
+	w := &pullWaiter{want: want, wake: make(chan struct{}, 1)}
 	p.mu.Lock()
 	p.waiting = append(p.waiting, w)
 	lead := !p.busy
 	p.busy = true
 	p.mu.Unlock()
-	if lead {
-		p.run(ctx)
+	for !lead {
+		<-w.wake
+		p.mu.Lock()
+		served := w.served
+		lead, w.lead = w.lead, false
+		p.mu.Unlock()
+		if served {
+			return w.msgs, w.err
+		}
 	}
-	<-w.done
+	p.run(ctx, w)
 	return w.msgs, w.err
 }
 
-// run pulls for every waiting fetch until none is left. Pulls never wait
-// for messages to arrive, so a waiter is answered within one round trip
-// of the pull that serves it.
-func (p *puller) run(ctx context.Context) {
+// run pulls for the waiting fetches, oldest first, until self is served,
+// then hands the lead to the oldest fetch still waiting, if any. Pulls
+// never wait for messages to arrive, so a waiter is answered within one
+// round trip of the pull that serves it.
+func (p *puller) run(ctx context.Context, self *pullWaiter) {
 	for {
 		p.mu.Lock()
-		if len(p.waiting) == 0 {
-			p.busy = false
+		if self.served {
+			if len(p.waiting) == 0 {
+				p.busy = false
+			} else {
+				next := p.waiting[0]
+				next.lead = true
+				signal(next.wake)
+			}
 			p.mu.Unlock()
 			return
 		}
@@ -80,14 +101,19 @@ func (p *puller) run(ctx context.Context) {
 		// The pull is not cancelled with the leading request: it serves
 		// other requests too. Every JetStream call in it has a timeout.
 		msgs, err := p.s.pull(context.WithoutCancel(ctx), p.queue, total)
+		p.mu.Lock()
 		for _, w := range batch {
 			n := min(w.want, len(msgs))
 			w.msgs, msgs = msgs[:n:n], msgs[n:]
 			if n == 0 {
 				w.err = err
 			}
-			close(w.done)
+			w.served = true
+			if w != self {
+				signal(w.wake)
+			}
 		}
+		p.mu.Unlock()
 		for _, m := range msgs {
 			_ = m.Nak()
 		}

@@ -37,6 +37,8 @@ type Store struct {
 	nc     *nats.Conn
 	js     jetstream.JetStream
 	assets *topology.Assets
+	// replies receives batched direct gets (levels.go).
+	replies replyMux
 }
 
 // New returns a Store over assets created by topology.Ensure.

@@ -100,6 +100,11 @@ func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Assets, e
 		Storage:     cfg.Storage,
 		Replicas:    cfg.Replicas,
 		Duplicates:  cfg.DuplicateWindow,
+		// A fetch asks which levels of a queue hold messages with one
+		// batched direct get (jobstore.ReadyLevels). Direct gets must see
+		// the latest ready messages; on a cluster they would also be
+		// answered by followers, so they stay off there.
+		AllowDirect: cfg.Replicas <= 1,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("ensure stream %s: %w", ReadyStream, err)

@@ -1,0 +1,119 @@
+package jobstore_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/goleak"
+
+	"github.com/jetgate/jetgate/jetstream/jobstore"
+	"github.com/jetgate/jetgate/jetstream/natstest"
+	"github.com/jetgate/jetgate/jetstream/topology"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// ReadyLevels answers with a batched direct get on a single server and
+// with stream info otherwise; both must list exactly the levels of the
+// queue that hold messages, whatever else the stream holds.
+func TestReadyLevels(t *testing.T) {
+	s := natstest.RunServer(t)
+	nc, js := natstest.Connect(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	assets, err := topology.Ensure(ctx, js, topology.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !assets.Ready.CachedInfo().Config.AllowDirect {
+		t.Fatal("ready stream of a single server without direct gets")
+	}
+	infoJS, _ := jetstream.New(nc)
+	infoStream, err := infoJS.Stream(ctx, topology.ReadyStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := infoStream.CachedInfo().Config
+	cfg.AllowDirect = false
+	// A second view of the same stream whose cached config has direct
+	// gets off: the stream info path.
+	infoView := &topology.Assets{Ready: staticInfo{infoStream, cfg}}
+	direct := jobstore.New(nc, js, assets)
+	byInfo := jobstore.New(nc, js, infoView)
+
+	check := func(queue string, want []int) {
+		t.Helper()
+		for name, st := range map[string]*jobstore.Store{"direct": direct, "info": byInfo} {
+			got, err := st.ReadyLevels(ctx, queue)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			if !slices.Equal(got, want) && !(len(got) == 0 && len(want) == 0) {
+				t.Fatalf("%s: levels of %s = %v, want %v", name, queue, got, want)
+			}
+		}
+	}
+	check("empty", nil)
+	pub := func(queue string, p int) uint64 {
+		ack, err := js.Publish(ctx, topology.ReadySubject(queue, p), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ack.Sequence
+	}
+	var want []int
+	for p := 999; p >= 0; p -= 7 {
+		pub("q", p)
+		want = append(want, p)
+	}
+	pub("q", 3)
+	pub("q.b", 1) // another queue, whose escaped name starts like q's
+	pub("other", 0)
+	want = append(want, 3)
+	slices.Sort(want)
+	check("q", want)
+	check("q.b", []int{1})
+	// Removing the only message of a level removes the level.
+	seq := pub("q", 998)
+	check("q", slices.Sorted(slices.Values(append(slices.Clone(want), 998))))
+	if err := assets.Ready.DeleteMsg(ctx, seq); err != nil {
+		t.Fatal(err)
+	}
+	check("q", want)
+	// Many concurrent lookups each get their own answer.
+	errs := make(chan error, 50)
+	for i := range 50 {
+		go func() {
+			q, w := "q", want
+			if i%2 == 1 {
+				q, w = "q.b", []int{1}
+			}
+			got, err := direct.ReadyLevels(ctx, q)
+			if err == nil && !slices.Equal(got, w) {
+				err = fmt.Errorf("levels of %s = %v, want %v", q, got, w)
+			}
+			errs <- err
+		}()
+	}
+	for range 50 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// staticInfo is a stream whose cached config is cfg.
+type staticInfo struct {
+	jetstream.Stream
+	cfg jetstream.StreamConfig
+}
+
+func (s staticInfo) CachedInfo() *jetstream.StreamInfo {
+	return &jetstream.StreamInfo{Config: s.cfg}
+}
