@@ -166,19 +166,59 @@ func (s *Service) claimAll(ctx context.Context, queue string, msgs []jetstream.M
 
 // pull takes up to want ready messages of a queue, lowest priority level
 // first (lowest effective level first in a queue with aging, aging.go):
-// one request (jobstore.ReadyLevels) tells which levels hold messages, then each
-// level's consumer is asked without waiting.
+// one request (jobstore.ReadyLevels) tells which levels hold messages, then
+// each level's consumer is asked without waiting.
+//
+// The first level's pull does not wait for the lookup: it goes out at the
+// same time, on the level that came first in the queue's previous lookup
+// (a guess; none after a lookup found the queue empty). Its messages are
+// kept only if the lookup puts that level first, which is exactly the
+// pull the lookup would have led to; otherwise they are put back and the
+// levels are pulled in the lookup's order. So the order is the lookup's,
+// as before, and a queue whose first level stays the same (one priority,
+// or a backlog at the top one) saves a round trip on every pull.
 func (s *Service) pull(ctx context.Context, queue string, want int) ([]jetstream.Msg, error) {
+	var spec chan levelPull
+	guess, guessed := s.firstLevel.Load(queue)
+	if guessed {
+		spec = make(chan levelPull, 1)
+		go func() { spec <- s.pullLevel(ctx, queue, guess.(int), want) }()
+	}
 	levels, err := s.fetchLevels(ctx, queue)
+	var early levelPull
+	if guessed {
+		early = <-spec
+	}
+	if err == nil && len(levels) > 0 {
+		s.firstLevel.Store(queue, levels[0])
+	} else {
+		s.firstLevel.Delete(queue)
+	}
+	if guessed && (err != nil || len(levels) == 0 || levels[0] != guess.(int)) {
+		// Not the pull the lookup leads to: the messages go back.
+		for _, m := range early.msgs {
+			_ = m.Nak()
+		}
+		guessed = false
+	}
 	if err != nil || len(levels) == 0 {
 		return nil, err
 	}
 	var out []jetstream.Msg
-	for _, p := range levels {
+	for i, p := range levels {
 		if len(out) == want {
 			break
 		}
-		msgs, err := s.fetchLevel(ctx, queue, p, want-len(out))
+		var msgs []jetstream.Msg
+		var err error
+		if i == 0 && guessed && early.err == nil {
+			msgs = early.msgs
+			if early.complete {
+				msgs = s.afterLevelPull(ctx, early.cons, queue, p, msgs) // levels.go
+			}
+		} else {
+			msgs, err = s.fetchLevel(ctx, queue, p, want-len(out))
+		}
 		out = append(out, msgs...)
 		if err != nil {
 			return out, err
@@ -194,13 +234,32 @@ func (s *Service) levels(ctx context.Context, queue string) ([]int, error) {
 }
 
 // fetchLevel pulls up to want ready messages of one level without waiting.
-// A consumer that vanished (removed while idle) is created again once.
 func (s *Service) fetchLevel(ctx context.Context, queue string, prio, want int) ([]jetstream.Msg, error) {
+	r := s.pullLevel(ctx, queue, prio, want)
+	if r.complete {
+		return s.afterLevelPull(ctx, r.cons, queue, prio, r.msgs), nil // levels.go
+	}
+	return r.msgs, r.err
+}
+
+// levelPull is the outcome of one no-wait pull on a level: complete when
+// the pull ended normally (cons is the consumer pulled from), otherwise
+// the messages it got before failing, or the error.
+type levelPull struct {
+	cons     jetstream.Consumer
+	msgs     []jetstream.Msg
+	complete bool
+	err      error
+}
+
+// pullLevel pulls up to want ready messages of one level without waiting.
+// A consumer that vanished (removed while idle) is created again once.
+func (s *Service) pullLevel(ctx context.Context, queue string, prio, want int) levelPull {
 	var lastErr error
 	for range 2 {
 		cons, err := s.consumer(ctx, queue, prio)
 		if err != nil {
-			return nil, err
+			return levelPull{err: err}
 		}
 		batch, err := cons.FetchNoWait(want)
 		if err == nil {
@@ -210,16 +269,16 @@ func (s *Service) fetchLevel(ctx context.Context, queue string, prio, want int) 
 			}
 			err = batch.Error()
 			if err == nil || errors.Is(err, jetstream.ErrNoMessages) {
-				return s.afterLevelPull(ctx, cons, queue, prio, msgs), nil // levels.go
+				return levelPull{cons: cons, msgs: msgs, complete: true}
 			}
 			if len(msgs) > 0 {
-				return msgs, nil
+				return levelPull{msgs: msgs}
 			}
 		}
 		s.consumers.Delete(topology.ReadyConsumer(queue, prio))
 		lastErr = err
 	}
-	return nil, fmt.Errorf("fetch %s/%d: %w", queue, prio, jobstore.Unavailable(lastErr))
+	return levelPull{err: fmt.Errorf("fetch %s/%d: %w", queue, prio, jobstore.Unavailable(lastErr))}
 }
 
 // consumer returns the durable pull consumer of a queue level, creating it

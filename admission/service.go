@@ -149,8 +149,11 @@ type Service struct {
 
 	consumers sync.Map // consumer name -> jetstream.Consumer
 	seen      sync.Map // consumer name -> levelSeen (levels.go)
-	pullers   sync.Map // queue name -> *puller
-	creating  sync.Map // job id -> chan struct{}, closed when its create is done
+	// firstLevel is the level each queue's last level lookup put first,
+	// which the next pull asks at once (pull, fetch.go).
+	firstLevel sync.Map // queue name -> int
+	pullers    sync.Map // queue name -> *puller
+	creating   sync.Map // job id -> chan struct{}, closed when its create is done
 
 	mu       sync.Mutex
 	running  bool
