@@ -33,11 +33,15 @@ import (
 // whenever direct gets are off, it is the stream info, from the leader.
 func (s *Store) ReadyLevels(ctx context.Context, queue string) ([]int, error) {
 	filter := topology.ReadyQueueFilter(queue)
-	if s.directLevels() {
+	_, many := s.manyLevels.Load(queue)
+	if s.directLevels() && !many {
 		levels, err := s.lastPerSubject(ctx, topology.ReadyStream, filter)
 		if !errors.Is(err, errTooManyResults) {
 			if err != nil {
 				return nil, fmt.Errorf("ready levels of %s: %w", queue, Unavailable(err))
+			}
+			if len(levels) > maxDirectLevels {
+				s.manyLevels.Store(queue, true)
 			}
 			return levels, nil
 		}
@@ -56,8 +60,18 @@ func (s *Store) ReadyLevels(ctx context.Context, queue string) ([]int, error) {
 		}
 	}
 	slices.Sort(levels)
+	if many && len(levels) <= maxDirectLevels/2 {
+		s.manyLevels.Delete(queue)
+	}
 	return levels, nil
 }
+
+// maxDirectLevels is how many levels holding messages a queue may have
+// and still be looked up by a batched direct get. The direct get answers
+// with a message per level, so past a few dozen levels the stream info's
+// one answer (a count per subject) is cheaper: a queue whose lookup found
+// more switches to it, and back once it finds half as many or fewer.
+const maxDirectLevels = 16
 
 // directLevels reports whether the ready stream answers direct gets
 // consistently: direct gets on, one replica.

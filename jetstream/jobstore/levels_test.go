@@ -86,6 +86,28 @@ func TestReadyLevels(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("q", want)
+	// A queue with many levels is looked up by stream info, and by a
+	// batched direct get again once it holds few: the answer stays exact
+	// across both switches.
+	var seqs []uint64
+	for p := range 40 {
+		seqs = append(seqs, pub("sw", p))
+	}
+	check("sw", slices.Collect(func(yield func(int) bool) {
+		for p := range 40 {
+			if !yield(p) {
+				return
+			}
+		}
+	}))
+	for _, seq := range seqs[:37] {
+		if err := assets.Ready.DeleteMsg(ctx, seq); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check("sw", []int{37, 38, 39})
+	pub("sw", 5)
+	check("sw", []int{5, 37, 38, 39})
 	// Many concurrent lookups each get their own answer.
 	errs := make(chan error, 50)
 	for i := range 50 {

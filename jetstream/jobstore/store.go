@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -39,6 +40,9 @@ type Store struct {
 	assets *topology.Assets
 	// replies receives batched direct gets (levels.go).
 	replies replyMux
+	// manyLevels holds the queues whose levels are looked up by stream
+	// info rather than a batched direct get (levels.go).
+	manyLevels sync.Map
 }
 
 // New returns a Store over assets created by topology.Ensure.
