@@ -83,16 +83,16 @@ func (s *Service) agingOf(queue string) (ojs.Aging, bool) {
 
 // fetchLevels lists the levels of a queue that hold ready messages in the
 // order a fetch tries them: ascending, or by effective priority in a queue
-// with aging.
-func (s *Service) fetchLevels(ctx context.Context, queue string) ([]int, error) {
-	levels, err := s.levels(ctx, queue)
+// with aging, and each one's count of ready messages.
+func (s *Service) fetchLevels(ctx context.Context, queue string) ([]int, map[int]uint64, error) {
+	levels, counts, err := s.levels(ctx, queue)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if a, ok := s.agingOf(queue); ok && len(levels) > 1 {
 		levels = s.ageLevels(ctx, queue, levels, a)
 	}
-	return levels, nil
+	return levels, counts, nil
 }
 
 // ageLevels orders a queue's ready levels (ascending) by effective

@@ -23,7 +23,7 @@ const maxDropScan = 64
 // It returns how many were dropped; their units are released before it
 // returns.
 func (s *Service) dropOldest(ctx context.Context, q *bpQueue, n int) (int, error) {
-	levels, err := s.levels(ctx, q.name)
+	levels, _, err := s.levels(ctx, q.name)
 	if err != nil {
 		return 0, err
 	}

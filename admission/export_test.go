@@ -21,5 +21,6 @@ func (s *Service) BlockedProducers(queue string) int {
 // FetchLevels returns the ready levels of a queue in the order a fetch
 // tries them now: by effective priority under the queue's aging, if any.
 func (s *Service) FetchLevels(ctx context.Context, queue string) ([]int, error) {
-	return s.fetchLevels(ctx, queue)
+	levels, _, err := s.fetchLevels(ctx, queue)
+	return levels, err
 }

@@ -167,7 +167,9 @@ func (s *Service) claimAll(ctx context.Context, queue string, msgs []jetstream.M
 // pull takes up to want ready messages of a queue, lowest priority level
 // first (lowest effective level first in a queue with aging, aging.go):
 // one request (jobstore.ReadyLevels) tells which levels hold messages, then
-// each level's consumer is asked without waiting.
+// each level's consumer is asked without waiting. A queue with many levels
+// holding messages gets each level's count from the lookup too; its levels
+// are asked several at once (levelpull.go).
 //
 // The first level's pull does not wait for the lookup: it goes out at the
 // same time, on the level that came first in the queue's previous lookup
@@ -176,7 +178,8 @@ func (s *Service) claimAll(ctx context.Context, queue string, msgs []jetstream.M
 // pull the lookup would have led to; otherwise they are put back and the
 // levels are pulled in the lookup's order. So the order is the lookup's,
 // as before, and a queue whose first level stays the same (one priority,
-// or a backlog at the top one) saves a round trip on every pull.
+// or a backlog at the top one) saves a round trip on every pull. A queue
+// with many levels is not guessed: its first level changes too often.
 func (s *Service) pull(ctx context.Context, queue string, want int) ([]jetstream.Msg, error) {
 	var spec chan levelPull
 	guess, guessed := s.firstLevel.Load(queue)
@@ -184,17 +187,17 @@ func (s *Service) pull(ctx context.Context, queue string, want int) ([]jetstream
 		spec = make(chan levelPull, 1)
 		go func() { spec <- s.pullLevel(ctx, queue, guess.(int), want) }()
 	}
-	levels, err := s.fetchLevels(ctx, queue)
+	levels, counts, err := s.fetchLevels(ctx, queue)
 	var early levelPull
 	if guessed {
 		early = <-spec
 	}
-	if err == nil && len(levels) > 0 {
+	if err == nil && len(levels) > 0 && counts == nil {
 		s.firstLevel.Store(queue, levels[0])
 	} else {
 		s.firstLevel.Delete(queue)
 	}
-	if guessed && (err != nil || len(levels) == 0 || levels[0] != guess.(int)) {
+	if guessed && (err != nil || len(levels) == 0 || levels[0] != guess.(int) || counts != nil) {
 		// Not the pull the lookup leads to: the messages go back.
 		for _, m := range early.msgs {
 			_ = m.Nak()
@@ -203,6 +206,9 @@ func (s *Service) pull(ctx context.Context, queue string, want int) ([]jetstream
 	}
 	if err != nil || len(levels) == 0 {
 		return nil, err
+	}
+	if counts != nil {
+		return s.pullLevels(ctx, queue, levels, counts, want) // levelpull.go
 	}
 	var out []jetstream.Msg
 	for i, p := range levels {
@@ -228,8 +234,10 @@ func (s *Service) pull(ctx context.Context, queue string, want int) ([]jetstream
 }
 
 // levels lists the priority levels of a queue that hold ready messages,
-// lowest value first. One request answers it exactly (jobstore.ReadyLevels).
-func (s *Service) levels(ctx context.Context, queue string) ([]int, error) {
+// lowest value first. One request answers it exactly (jobstore.ReadyLevels);
+// for a queue with many levels it counts each level's ready messages too,
+// handed out or not (otherwise counts is nil).
+func (s *Service) levels(ctx context.Context, queue string) ([]int, map[int]uint64, error) {
 	return s.store.ReadyLevels(ctx, queue)
 }
 

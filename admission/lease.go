@@ -130,7 +130,7 @@ func (s *Service) secureLease(ctx context.Context, id, token string) error {
 			return err
 		}
 	}
-	s.store.AckHeld(j.Internal.HeldAck)
+	s.ackHeld(j.Internal.HeldAck)
 	return nil
 }
 
@@ -140,7 +140,7 @@ func (s *Service) secureLease(ctx context.Context, id, token string) error {
 func (s *Service) releaseLease(old *ojs.Job) {
 	s.leases.cancel(old.ID)
 	held := old.Internal.HeldAck != ""
-	s.store.AckHeld(old.Internal.HeldAck)
+	s.ackHeld(old.Internal.HeldAck)
 	if held && old.StartedAt != nil && old.Internal.LeaseUntil != nil {
 		vis := old.Internal.LeaseUntil.Sub(old.StartedAt.Time)
 		if s.now().Sub(old.StartedAt.Time) < s.leaseDeferral(vis)/2 {

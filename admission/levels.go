@@ -46,7 +46,8 @@ func (s *Service) afterLevelPull(ctx context.Context, cons jetstream.Consumer, q
 	if v, ok := s.seen.Load(name); ok && v.(levelSeen).cons == cons {
 		seen = v.(levelSeen).seq
 	}
-	if len(msgs) == 0 {
+	recheck := len(msgs) == 0
+	if recheck {
 		msgs = s.recheckLevel(ctx, cons, queue, prio, seen)
 	}
 	last := seen
@@ -58,6 +59,7 @@ func (s *Service) afterLevelPull(ctx context.Context, cons jetstream.Consumer, q
 	if last != seen {
 		s.seen.Store(name, levelSeen{cons: cons, seq: last})
 	}
+	s.track(name, msgs, recheck) // levelpull.go
 	return msgs
 }
 

@@ -1,6 +1,7 @@
 package admission_test
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"testing"
@@ -71,5 +72,118 @@ func TestFetchNeverSkipsAReadyLevel_PRI004(t *testing.T) {
 		if j == nil || j.ID == low.ID {
 			t.Fatalf("round %d: fetch returned %v while priority-1 jobs were ready", i, j)
 		}
+	}
+}
+
+// PRI-003 with pulls in waves (levelpull.go): fetches of several jobs over
+// 40 levels holding one to four jobs each, half the fetched jobs left
+// active (their ready messages held, so the levels ahead hold messages
+// already handed out), return every job exactly once, by priority, then
+// oldest first.
+func TestFetchManyOverLevelsKeepsOrder_PRI003(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := testCtx(t)
+	type key struct{ prio, n int }
+	var batch []*ojs.Job
+	for n := range 4 {
+		for p := 39; p >= 0; p-- {
+			if n <= p%4 {
+				batch = append(batch, mustParse(t, fmt.Sprintf(`{"type":"w.t","args":[%d],"queue":"waves","priority":%d}`, n, p)))
+			}
+		}
+	}
+	if _, err := b.svc.EnqueueBatch(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+	var got []key
+	for i := 0; len(got) < len(batch); i++ {
+		jobs, err := b.svc.Fetch(ctx, ojs.FetchRequest{Queues: []string{"waves"}, Count: 5, WorkerID: "w"})
+		if err != nil || len(jobs) == 0 {
+			t.Fatalf("fetch %d after %d jobs: %d jobs, %v", i, len(got), len(jobs), err)
+		}
+		for k, j := range jobs {
+			var n []int
+			if err := json.Unmarshal(j.Args, &n); err != nil || len(n) != 1 {
+				t.Fatalf("args %s: %v", j.Args, err)
+			}
+			got = append(got, key{j.Priority, n[0]})
+			if (i+k)%2 == 0 {
+				if _, err := b.svc.Ack(ctx, ojs.AckRequest{JobID: j.ID}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	for i := 1; i < len(got); i++ {
+		if a, c := got[i-1], got[i]; a.prio > c.prio || (a.prio == c.prio && a.n >= c.n) {
+			t.Fatalf("job %d is %+v after %+v; order: %v", i, c, a, got)
+		}
+	}
+	if jobs, err := b.svc.Fetch(ctx, ojs.FetchRequest{Queues: []string{"waves"}, Count: 5, WorkerID: "w"}); err != nil || len(jobs) != 0 {
+		t.Fatalf("after every job: %d more, %v", len(jobs), err)
+	}
+}
+
+// A level's messages handed to one process and acked by another (a job
+// fetched through one jetgate process and acked through another) make the
+// first process expect too little of that level: a pull asks it for more
+// than it expects, takes the level's jobs in full before the next level's,
+// and puts back what the next level gave beyond the fetch's count, which
+// comes next and in order.
+func TestFetchAcrossProcessesPutsBackInOrder_PRI003(t *testing.T) {
+	t.Parallel()
+	s := natstest.RunServer(t)
+	_, js1 := natstest.Connect(t, s)
+	_, js2 := natstest.Connect(t, s)
+	p1 := setupCfg(t, js1, admission.Config{})
+	p2 := setupCfg(t, js2, admission.Config{})
+	ctx := testCtx(t)
+	var ids []string
+	for _, job := range []struct {
+		prio int
+		name string
+	}{{0, "a1"}, {0, "a2"}, {0, "a3"}, {1, "b1"}, {1, "b2"}, {2, "c1"}, {2, "c2"}} {
+		ids = append(ids, enqueue(t, p1, fmt.Sprintf(`{"type":"x.t","args":[%q],"queue":"xproc","priority":%d}`, job.name, job.prio)).ID)
+	}
+	if got := fetch1(t, p1, "xproc"); got == nil || got.ID != ids[0] {
+		t.Fatalf("first fetch: %v, want a1", got)
+	}
+	if _, err := p2.svc.Ack(ctx, ojs.AckRequest{JobID: ids[0]}); err != nil {
+		t.Fatal(err)
+	}
+	level0 := topology.ReadySubject("xproc", 0)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		info, err := js1.Stream(ctx, topology.ReadyStream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		si, err := info.Info(ctx, jetstream.WithSubjectFilter(level0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if si.State.Subjects[level0] == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a1's ready message is still there: %v", si.State.Subjects)
+		}
+	}
+	var order []string
+	for _, count := range []int{3, 10} {
+		jobs, err := p1.svc.Fetch(ctx, ojs.FetchRequest{Queues: []string{"xproc"}, Count: count, WorkerID: "w"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, j := range jobs {
+			var name []string
+			if err := json.Unmarshal(j.Args, &name); err != nil || len(name) != 1 {
+				t.Fatalf("args %s: %v", j.Args, err)
+			}
+			order = append(order, name[0])
+		}
+	}
+	if fmt.Sprint(order) != "[a2 a3 b1 b2 c1 c2]" {
+		t.Fatalf("fetched %v, want [a2 a3 b1 b2 c1 c2]", order)
 	}
 }

@@ -152,6 +152,7 @@ type Service struct {
 	// firstLevel is the level each queue's last level lookup put first,
 	// which the next pull asks at once (pull, fetch.go).
 	firstLevel sync.Map // queue name -> int
+	held       heldReady
 	pullers    sync.Map // queue name -> *puller
 	creating   sync.Map // job id -> chan struct{}, closed when its create is done
 

@@ -218,7 +218,7 @@ func (s *Service) leaseFired(ctx context.Context, ref jobstore.MsgRef, h nats.He
 		return err
 	}
 	s.leases.cancel(old.ID)
-	s.store.AckHeld(old.Internal.HeldAck)
+	s.ackHeld(old.Internal.HeldAck)
 	s.releaseLimits(ctx, old)
 	s.releaseDepth(nj)
 	s.beats.done(old.ID)

@@ -31,39 +31,45 @@ import (
 // With replicas, direct gets may be answered by a follower behind the
 // leader, so a fetch could miss a level just made ready: there, and
 // whenever direct gets are off, it is the stream info, from the leader.
-func (s *Store) ReadyLevels(ctx context.Context, queue string) ([]int, error) {
+//
+// The stream info also counts each level's messages (counts; nil from a
+// direct get). A queue with many levels is looked up by it on a single
+// server too (maxDirectLevels).
+func (s *Store) ReadyLevels(ctx context.Context, queue string) ([]int, map[int]uint64, error) {
 	filter := topology.ReadyQueueFilter(queue)
 	_, many := s.manyLevels.Load(queue)
 	if s.directLevels() && !many {
 		levels, err := s.lastPerSubject(ctx, topology.ReadyStream, filter)
 		if !errors.Is(err, errTooManyResults) {
 			if err != nil {
-				return nil, fmt.Errorf("ready levels of %s: %w", queue, Unavailable(err))
+				return nil, nil, fmt.Errorf("ready levels of %s: %w", queue, Unavailable(err))
 			}
 			if len(levels) > maxDirectLevels {
 				s.manyLevels.Store(queue, true)
 			}
-			return levels, nil
+			return levels, nil, nil
 		}
 	}
 	info, err := s.assets.Ready.Info(ctx, jetstream.WithSubjectFilter(filter))
 	if err != nil {
-		return nil, fmt.Errorf("ready levels of %s: %w", queue, Unavailable(err))
+		return nil, nil, fmt.Errorf("ready levels of %s: %w", queue, Unavailable(err))
 	}
 	levels := make([]int, 0, len(info.State.Subjects))
+	counts := make(map[int]uint64, len(info.State.Subjects))
 	for subj, n := range info.State.Subjects {
 		if n == 0 {
 			continue
 		}
 		if p, ok := subjectLevel(subj); ok {
 			levels = append(levels, p)
+			counts[p] = n
 		}
 	}
 	slices.Sort(levels)
 	if many && len(levels) <= maxDirectLevels/2 {
 		s.manyLevels.Delete(queue)
 	}
-	return levels, nil
+	return levels, counts, nil
 }
 
 // maxDirectLevels is how many levels holding messages a queue may have

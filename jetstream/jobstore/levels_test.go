@@ -50,7 +50,7 @@ func TestReadyLevels(t *testing.T) {
 	check := func(queue string, want []int) {
 		t.Helper()
 		for name, st := range map[string]*jobstore.Store{"direct": direct, "info": byInfo} {
-			got, err := st.ReadyLevels(ctx, queue)
+			got, _, err := st.ReadyLevels(ctx, queue)
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
@@ -116,7 +116,7 @@ func TestReadyLevels(t *testing.T) {
 			if i%2 == 1 {
 				q, w = "q.b", []int{1}
 			}
-			got, err := direct.ReadyLevels(ctx, q)
+			got, _, err := direct.ReadyLevels(ctx, q)
 			if err == nil && !slices.Equal(got, w) {
 				err = fmt.Errorf("levels of %s = %v, want %v", q, got, w)
 			}

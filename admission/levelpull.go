@@ -1,0 +1,300 @@
+package admission
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetgate/jetgate/jetstream/topology"
+)
+
+// Pulling a queue's levels in waves.
+//
+// With jobs spread over many levels, most levels a pull walks hold one or
+// two ready jobs, or only messages already handed out (jobs being claimed
+// or active with their ready message held, lease.go). Asked one after the
+// other, every level costs a round trip, and a pull for 30 jobs over 256
+// levels cost 30 or more of them in a row (bench PriorityLevels).
+//
+// So a pull asks the levels in waves: the levels of a wave are asked at
+// once, each for as many messages as it is expected to hold ready, and
+// their answers are taken in level order. A level is expected to hold its
+// stream count (from the level lookup) less the messages this process was
+// handed from it and has not settled yet (heldReady); a level expected to
+// hold none is still asked, for one message, since only its answer can
+// tell. A wave takes levels until the expected messages cover what the
+// pull wants.
+//
+// Order stays exact. A pull moves on past a level only after that level's
+// own answer said it had no more: it gave fewer messages than asked (a
+// pull that delivers reads the stream and stops at its end), or none and
+// the stream confirms it (levels.go, afterLevelPull). A level that gave
+// all it was asked for may hold more: it is asked again before any
+// message of a later level is taken, and the messages of later levels
+// that are then not needed are put back (Nak; each consumer redelivers
+// them first, in order). The expectation only decides how many requests
+// run at once and how big they are, never which job this pull hands out.
+//
+// Put-back messages are, for the few round trips until the Nak, handed
+// out to this process like messages being claimed: a fetch of another
+// process meanwhile passes over them, as it passes over a message whose
+// claim fails and is put back. It takes a few percent of the messages
+// only when a level holds more than expected (bench PriorityLevels, 256
+// levels: 0.1 per job, none with one level).
+
+// maxWave bounds the levels asked at once.
+const maxWave = 32
+
+// levelAsk is one level of a wave: how many messages it is asked for, and
+// what it answered.
+type levelAsk struct {
+	prio int
+	exp  int // messages expected
+	ask  int
+	msgs []jetstream.Msg
+	err  error
+}
+
+// pullLevels takes up to want ready messages from levels, in that order.
+func (s *Service) pullLevels(ctx context.Context, queue string, levels []int, counts map[int]uint64, want int) ([]jetstream.Msg, error) {
+	var out []jetstream.Msg
+	for len(levels) > 0 && len(out) < want {
+		need := want - len(out)
+		var wave []*levelAsk
+		expected := 0
+		for ; len(levels) > 0 && expected < need && len(wave) < maxWave; levels = levels[1:] {
+			p := levels[0]
+			held := s.held.count(topology.ReadyConsumer(queue, p), s.cfg.ClaimAckWait)
+			exp := max(int(min(counts[p], uint64(want)))-held, 0)
+			// One more than expected: a level that gives fewer than it
+			// was asked for needs no second request.
+			wave = append(wave, &levelAsk{prio: p, exp: exp, ask: min(exp+1, need-expected)})
+			expected += exp
+		}
+		// The last level of the wave may give all the pull still needs
+		// if the others give what they are expected to.
+		last := wave[len(wave)-1]
+		last.ask = need - (expected - last.exp)
+		s.askWave(ctx, queue, wave)
+		for i, a := range wave {
+			if a.err != nil && len(a.msgs) == 0 {
+				putBack(wave[i+1:])
+				return out, a.err
+			}
+			out = s.takeLevel(ctx, queue, a, out, want)
+			if a.err != nil {
+				putBack(wave[i+1:])
+				return out, a.err
+			}
+		}
+	}
+	return out, nil
+}
+
+// askWave asks every level of wave at once.
+func (s *Service) askWave(ctx context.Context, queue string, wave []*levelAsk) {
+	if len(wave) == 1 {
+		wave[0].msgs, wave[0].err = s.fetchLevel(ctx, queue, wave[0].prio, wave[0].ask)
+		return
+	}
+	var wg sync.WaitGroup
+	for _, a := range wave {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a.msgs, a.err = s.fetchLevel(ctx, queue, a.prio, a.ask)
+		}()
+	}
+	wg.Wait()
+}
+
+// takeLevel appends a's messages to out, up to want, asking the level for
+// more while it gave all it was asked for; messages past want go back.
+func (s *Service) takeLevel(ctx context.Context, queue string, a *levelAsk, out []jetstream.Msg, want int) []jetstream.Msg {
+	msgs, ask := a.msgs, a.ask
+	for {
+		n := min(len(msgs), want-len(out))
+		out = append(out, msgs[:n]...)
+		nak(msgs[n:])
+		if len(out) == want || a.err != nil || len(msgs) == 0 || (len(msgs) < ask && !rechecked(msgs)) {
+			return out
+		}
+		ask = want - len(out)
+		msgs, a.err = s.fetchLevel(ctx, queue, a.prio, ask)
+	}
+}
+
+// rechecked reports whether msgs came from the recheck of a level whose
+// no-wait pull was empty (levels.go): one message, the level may hold more.
+func rechecked(msgs []jetstream.Msg) bool {
+	t, ok := msgs[len(msgs)-1].(*trackedMsg)
+	return ok && t.rechecked
+}
+
+// putBack returns the messages of levels not taken.
+func putBack(wave []*levelAsk) {
+	for _, a := range wave {
+		nak(a.msgs)
+	}
+}
+
+func nak(msgs []jetstream.Msg) {
+	for _, m := range msgs {
+		_ = m.Nak()
+	}
+}
+
+// heldReady tracks the ready messages this process was handed and has not
+// settled yet, per level consumer, by stream sequence. It is only an
+// estimate for sizing pulls: a held message acknowledged by another
+// process (its job acked there) stays in it until it is older than the
+// consumers' AckWait, when the server would redeliver it anyway. A
+// message settled here still counts for settleLag: the server removes it
+// from the stream a little after the ack is sent.
+type heldReady struct {
+	mu     sync.Mutex
+	levels map[string]map[uint64]heldMsg // consumer -> stream seq
+}
+
+type heldMsg struct {
+	handed, settled time.Time
+}
+
+// settleLag is how long a settled message still counts as held.
+const settleLag = 5 * time.Millisecond
+
+// track records msgs, handed by consumer, and wraps them so that settling
+// one (ack, nak, term) forgets it. recheck marks messages pulled by a
+// level's recheck.
+func (s *Service) track(consumer string, msgs []jetstream.Msg, recheck bool) {
+	if len(msgs) == 0 {
+		return
+	}
+	now := time.Now()
+	s.held.mu.Lock()
+	defer s.held.mu.Unlock()
+	if s.held.levels == nil {
+		s.held.levels = map[string]map[uint64]heldMsg{}
+	}
+	lv := s.held.levels[consumer]
+	if lv == nil {
+		lv = map[uint64]heldMsg{}
+		s.held.levels[consumer] = lv
+	}
+	for i, m := range msgs {
+		md, err := m.Metadata()
+		if err != nil {
+			continue
+		}
+		lv[md.Sequence.Stream] = heldMsg{handed: now}
+		msgs[i] = &trackedMsg{Msg: m, h: &s.held, consumer: consumer, seq: md.Sequence.Stream, rechecked: recheck}
+	}
+}
+
+// count returns how many messages of consumer this process holds, and
+// forgets those settled more than settleLag ago or handed more than
+// maxAge ago.
+func (h *heldReady) count(consumer string, maxAge time.Duration) int {
+	now := time.Now()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	lv := h.levels[consumer]
+	for seq, m := range lv {
+		if (!m.settled.IsZero() && now.Sub(m.settled) > settleLag) || now.Sub(m.handed) > maxAge {
+			delete(lv, seq)
+		}
+	}
+	if lv != nil && len(lv) == 0 {
+		delete(h.levels, consumer)
+	}
+	return len(lv)
+}
+
+func (h *heldReady) settle(consumer string, seq uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if m, ok := h.levels[consumer][seq]; ok && m.settled.IsZero() {
+		m.settled = time.Now()
+		h.levels[consumer][seq] = m
+	}
+}
+
+// settleReply forgets the held message whose ack subject is reply.
+func (h *heldReady) settleReply(reply string) {
+	if reply == "" {
+		return
+	}
+	if consumer, seq, ok := parseAckReply(reply); ok {
+		h.settle(consumer, seq)
+	}
+}
+
+// parseAckReply returns the consumer and stream sequence in a JetStream
+// ack subject: $JS.ACK.<stream>.<consumer>.<delivered>.<stream seq>...,
+// or with domain and account hash after $JS.ACK when it has 11 tokens or
+// more.
+func parseAckReply(reply string) (string, uint64, bool) {
+	t := strings.Split(reply, ".")
+	if len(t) < 9 || t[0] != "$JS" || t[1] != "ACK" {
+		return "", 0, false
+	}
+	i := 3
+	if len(t) >= 11 {
+		i = 5
+	}
+	seq, err := strconv.ParseUint(t[i+2], 10, 64)
+	if err != nil {
+		return "", 0, false
+	}
+	return t[i], seq, true
+}
+
+// ackHeld acknowledges a held ready message (lease.go) and forgets it.
+func (s *Service) ackHeld(reply string) {
+	s.store.AckHeld(reply)
+	s.held.settleReply(reply)
+}
+
+// trackedMsg is a ready message that forgets itself in heldReady when
+// settled.
+type trackedMsg struct {
+	jetstream.Msg
+	h         *heldReady
+	consumer  string
+	seq       uint64
+	rechecked bool
+}
+
+func (m *trackedMsg) Ack() error {
+	m.h.settle(m.consumer, m.seq)
+	return m.Msg.Ack()
+}
+
+func (m *trackedMsg) DoubleAck(ctx context.Context) error {
+	m.h.settle(m.consumer, m.seq)
+	return m.Msg.DoubleAck(ctx)
+}
+
+func (m *trackedMsg) Nak() error {
+	m.h.settle(m.consumer, m.seq)
+	return m.Msg.Nak()
+}
+
+func (m *trackedMsg) NakWithDelay(d time.Duration) error {
+	m.h.settle(m.consumer, m.seq)
+	return m.Msg.NakWithDelay(d)
+}
+
+func (m *trackedMsg) Term() error {
+	m.h.settle(m.consumer, m.seq)
+	return m.Msg.Term()
+}
+
+func (m *trackedMsg) TermWithReason(reason string) error {
+	m.h.settle(m.consumer, m.seq)
+	return m.Msg.TermWithReason(reason)
+}
