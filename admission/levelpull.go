@@ -68,8 +68,14 @@ func (s *Service) pullLevels(ctx context.Context, queue string, levels []int, co
 		expected := 0
 		for ; len(levels) > 0 && expected < need && len(wave) < maxWave; levels = levels[1:] {
 			p := levels[0]
-			held := s.held.count(topology.ReadyConsumer(queue, p), s.cfg.ClaimAckWait)
-			exp := max(int(min(counts[p], uint64(want)))-held, 0)
+			name := topology.ReadyConsumer(queue, p)
+			held := s.held.count(name, s.cfg.ClaimAckWait)
+			exp := int(min(max(int64(counts[p])-int64(held), 0), int64(want)))
+			if exp == 0 && s.held.hot(name) {
+				// Its last answer gave what was not expected: jobs
+				// arrive there faster than the count shows.
+				exp = 1
+			}
 			// One more than expected: a level that gives fewer than it
 			// was asked for needs no second request.
 			wave = append(wave, &levelAsk{prio: p, exp: exp, ask: min(exp+1, need-expected)})
@@ -116,6 +122,9 @@ func (s *Service) askWave(ctx context.Context, queue string, wave []*levelAsk) {
 // more while it gave all it was asked for; messages past want go back.
 func (s *Service) takeLevel(ctx context.Context, queue string, a *levelAsk, out []jetstream.Msg, want int) []jetstream.Msg {
 	msgs, ask := a.msgs, a.ask
+	if len(msgs) > a.exp {
+		s.held.surprise(topology.ReadyConsumer(queue, a.prio))
+	}
 	for {
 		n := min(len(msgs), want-len(out))
 		out = append(out, msgs[:n]...)
@@ -158,6 +167,36 @@ func nak(msgs []jetstream.Msg) {
 type heldReady struct {
 	mu     sync.Mutex
 	levels map[string]map[uint64]heldMsg // consumer -> stream seq
+	// surprised holds when a level last gave more than it was expected
+	// to hold; such a level expected to hold none counts as holding one
+	// for hotFor.
+	surprised map[string]time.Time
+}
+
+// hotFor is how long a level that surprised a pull counts as holding one.
+const hotFor = 100 * time.Millisecond
+
+// hot reports whether consumer's level surprised a pull lately.
+func (h *heldReady) hot(consumer string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	at, ok := h.surprised[consumer]
+	if ok && time.Since(at) > hotFor {
+		delete(h.surprised, consumer)
+		ok = false
+	}
+	return ok
+}
+
+// surprise notes that consumer's level gave more than it was expected
+// to hold.
+func (h *heldReady) surprise(consumer string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.surprised == nil {
+		h.surprised = map[string]time.Time{}
+	}
+	h.surprised[consumer] = time.Now()
 }
 
 type heldMsg struct {
