@@ -269,19 +269,12 @@ func (s *Service) pullLevel(ctx context.Context, queue string, prio, want int) l
 		if err != nil {
 			return levelPull{err: err}
 		}
-		batch, err := cons.FetchNoWait(want)
+		msgs, err := s.store.PullNoWait(ctx, topology.ReadyConsumer(queue, prio), want)
 		if err == nil {
-			var msgs []jetstream.Msg
-			for msg := range batch.Messages() {
-				msgs = append(msgs, msg)
-			}
-			err = batch.Error()
-			if err == nil || errors.Is(err, jetstream.ErrNoMessages) {
-				return levelPull{cons: cons, msgs: msgs, complete: true}
-			}
-			if len(msgs) > 0 {
-				return levelPull{msgs: msgs}
-			}
+			return levelPull{cons: cons, msgs: msgs, complete: true}
+		}
+		if len(msgs) > 0 {
+			return levelPull{msgs: msgs}
 		}
 		s.consumers.Delete(topology.ReadyConsumer(queue, prio))
 		lastErr = err

@@ -2,13 +2,12 @@ package admission
 
 import (
 	"context"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetgate/jetgate/jetstream/jobstore"
 	"github.com/jetgate/jetgate/jetstream/topology"
 )
 
@@ -267,29 +266,9 @@ func (h *heldReady) settleReply(reply string) {
 	if reply == "" {
 		return
 	}
-	if consumer, seq, ok := parseAckReply(reply); ok {
-		h.settle(consumer, seq)
+	if md, err := jobstore.ParseAckReply(reply); err == nil {
+		h.settle(md.Consumer, md.Sequence.Stream)
 	}
-}
-
-// parseAckReply returns the consumer and stream sequence in a JetStream
-// ack subject: $JS.ACK.<stream>.<consumer>.<delivered>.<stream seq>...,
-// or with domain and account hash after $JS.ACK when it has 11 tokens or
-// more.
-func parseAckReply(reply string) (string, uint64, bool) {
-	t := strings.Split(reply, ".")
-	if len(t) < 9 || t[0] != "$JS" || t[1] != "ACK" {
-		return "", 0, false
-	}
-	i := 3
-	if len(t) >= 11 {
-		i = 5
-	}
-	seq, err := strconv.ParseUint(t[i+2], 10, 64)
-	if err != nil {
-		return "", 0, false
-	}
-	return t[i], seq, true
 }
 
 // ackHeld acknowledges a held ready message (lease.go) and forgets it.

@@ -40,6 +40,8 @@ type Store struct {
 	assets *topology.Assets
 	// replies receives batched direct gets (levels.go).
 	replies replyMux
+	// pulls receives the answers of PullNoWait (pull.go).
+	pulls pullMux
 	// manyLevels holds the queues whose levels are looked up by stream
 	// info rather than a batched direct get (levels.go).
 	manyLevels sync.Map
