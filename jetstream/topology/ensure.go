@@ -3,6 +3,7 @@ package topology
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -25,6 +26,11 @@ func (c Config) withDefaults() Config {
 	c.DuplicateWindow = cmp.Or(c.DuplicateWindow, 2*time.Minute)
 	return c
 }
+
+// MaxReadyConsumers is the ready stream's consumer limit: each queue and
+// priority level in use has a consumer (removed after an hour unused), so
+// 256 levels of 40 queues need 10,240.
+const MaxReadyConsumers = 1_000_000
 
 // Assets are the handles jetgate works with once Ensure has run.
 type Assets struct {
@@ -92,7 +98,7 @@ func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Assets, e
 			}
 		}
 	}
-	a.Ready, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+	readyCfg := jetstream.StreamConfig{
 		Name:        ReadyStream,
 		Description: "jetgate ready jobs: one message per job ready to run, ojs.ready.<queue>.<priority>",
 		Subjects:    []string{ReadySubjects},
@@ -105,7 +111,18 @@ func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Assets, e
 		// the latest ready messages; on a cluster they would also be
 		// answered by followers, so they stay off there.
 		AllowDirect: cfg.Replicas <= 1,
-	})
+		// One consumer per queue and priority level in use (for an hour
+		// after its last use): far more than nats-server's default of
+		// 1,000 consumers per stream can be in use at once.
+		MaxConsumers: MaxReadyConsumers,
+	}
+	a.Ready, err = js.CreateOrUpdateStream(ctx, readyCfg)
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeMaximumConsumersLimit {
+		// The account allows fewer consumers per stream: its limit holds.
+		readyCfg.MaxConsumers = 0
+		a.Ready, err = js.CreateOrUpdateStream(ctx, readyCfg)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("ensure stream %s: %w", ReadyStream, err)
 	}

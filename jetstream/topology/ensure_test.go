@@ -1,0 +1,54 @@
+package topology_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetgate/jetgate/jetstream/natstest"
+	"github.com/jetgate/jetgate/jetstream/topology"
+)
+
+// Every queue and priority level in use has a consumer on the ready
+// stream: nats-server's default limit of 1,000 consumers per stream must
+// not stop the 1,001st level (4 queues of 256 levels are more), on a
+// stream made by Ensure or one an older version made and Ensure updates.
+func TestReadyStreamTakesManyLevelConsumers(t *testing.T) {
+	s := natstest.RunServer(t)
+	_, js := natstest.Connect(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	// The stream as an older jetgate created it, with the server's limit.
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{
+		Name: topology.ReadyStream, Subjects: []string{topology.ReadySubjects}, Retention: jetstream.WorkQueuePolicy,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	assets, err := topology.Ensure(ctx, js, topology.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 1_010
+	sem := make(chan struct{}, 16)
+	errs := make(chan error, n)
+	for i := range n {
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem }()
+			queue, p := fmt.Sprintf("q%d", i/256), i%256
+			_, err := assets.Ready.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
+				Durable: topology.ReadyConsumer(queue, p), FilterSubject: topology.ReadySubject(queue, p),
+				AckPolicy: jetstream.AckExplicitPolicy, MemoryStorage: true,
+			})
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatalf("level consumer: %v", err)
+		}
+	}
+}
