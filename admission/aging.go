@@ -84,7 +84,7 @@ func (s *Service) agingOf(queue string) (ojs.Aging, bool) {
 // fetchLevels lists the levels of a queue that hold ready messages in the
 // order a fetch tries them: ascending, or by effective priority in a queue
 // with aging, and each one's count of ready messages.
-func (s *Service) fetchLevels(ctx context.Context, queue string) ([]int, map[int]uint64, error) {
+func (s *Service) fetchLevels(ctx context.Context, queue string) ([]int, *jobstore.LevelCounts, error) {
 	levels, counts, err := s.levels(ctx, queue)
 	if err != nil {
 		return nil, nil, err

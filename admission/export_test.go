@@ -1,6 +1,9 @@
 package admission
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // FlushStats publishes this process's aggregated statistics now, so tests
 // can check the numbers JetStream holds without waiting for the ticker.
@@ -23,4 +26,15 @@ func (s *Service) BlockedProducers(queue string) int {
 func (s *Service) FetchLevels(ctx context.Context, queue string) ([]int, error) {
 	levels, _, err := s.fetchLevels(ctx, queue)
 	return levels, err
+}
+
+// KeepLevelSnapshots makes the queues' level snapshots (levelpull.go) last
+// d instead of snapAge, so tests can rely on one being used.
+func (s *Service) KeepLevelSnapshots(d time.Duration) { s.snapAge = d }
+
+// HasLevelSnapshot reports whether the next pull of queue may use a level
+// snapshot.
+func (s *Service) HasLevelSnapshot(queue string) bool {
+	_, ok := s.levelSnaps.Load(queue)
+	return ok
 }

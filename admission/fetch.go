@@ -181,6 +181,9 @@ func (s *Service) claimAll(ctx context.Context, queue string, msgs []jetstream.M
 // or a backlog at the top one) saves a round trip on every pull. A queue
 // with many levels is not guessed: its first level changes too often.
 func (s *Service) pull(ctx context.Context, queue string, want int) ([]jetstream.Msg, error) {
+	if out, done, err := s.pullSnap(ctx, queue, want); done { // levelpull.go
+		return out, err
+	}
 	var spec chan levelPull
 	guess, guessed := s.firstLevel.Load(queue)
 	if guessed {
@@ -208,8 +211,12 @@ func (s *Service) pull(ctx context.Context, queue string, want int) ([]jetstream
 		return nil, err
 	}
 	if counts != nil {
-		return s.pullLevels(ctx, queue, levels, counts, want) // levelpull.go
+		snap := s.noteSnap(queue, levels, counts)
+		out, err := s.pullLevels(ctx, queue, levels, counts.PerLevel, want) // levelpull.go
+		snap.took(out)
+		return out, err
 	}
+	s.levelSnaps.Delete(queue)
 	var out []jetstream.Msg
 	for i, p := range levels {
 		if len(out) == want {
@@ -237,7 +244,7 @@ func (s *Service) pull(ctx context.Context, queue string, want int) ([]jetstream
 // lowest value first. One request answers it exactly (jobstore.ReadyLevels);
 // for a queue with many levels it counts each level's ready messages too,
 // handed out or not (otherwise counts is nil).
-func (s *Service) levels(ctx context.Context, queue string) ([]int, map[int]uint64, error) {
+func (s *Service) levels(ctx context.Context, queue string) ([]int, *jobstore.LevelCounts, error) {
 	return s.store.ReadyLevels(ctx, queue)
 }
 

@@ -2,7 +2,11 @@ package admission
 
 import (
 	"context"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -315,4 +319,133 @@ func (m *trackedMsg) Term() error {
 func (m *trackedMsg) TermWithReason(reason string) error {
 	m.h.settle(m.consumer, m.seq)
 	return m.Msg.TermWithReason(reason)
+}
+
+// The level snapshot of a queue with many levels.
+//
+// The full level lookup of a queue with many levels (a stream info with a
+// count per level) is the most expensive request of a fetch: 200-460 µs
+// over 56-256 levels here, against 60 µs for a direct get. So the levels
+// and counts of the last full lookup are kept with the stream's last
+// sequence at that lookup, and the next pulls ask only what arrived since:
+// one batched direct get of the queue's messages after that sequence
+// (jobstore.ReadyArrivals), whose levels join the snapshot. Messages only
+// leave a level by being handed out, and a message put back (Nak) keeps
+// its sequence, so the snapshot plus the arrivals lists every level that
+// holds a message a fetch may take: the pull stays exact. A listed level
+// that emptied meanwhile just answers empty. A snapshot serves snapUses
+// pulls or snapAge, whichever ends first, and is dropped when more than
+// maxArrivals messages arrived since; then a full lookup makes a new one.
+// Queues with aging order their levels by effective priority and always
+// use the full lookup.
+
+// levelSnap is a queue's levels and their counts as of sequence seq.
+type levelSnap struct {
+	levels []int
+	counts map[int]uint64
+	seq    uint64
+	at     time.Time
+	uses   *atomic.Int32
+
+	// taken counts the messages this process took from each level since
+	// the snapshot: they are not there for the next pull to expect.
+	mu    sync.Mutex
+	taken map[int]uint64
+}
+
+// expected returns the counts less what was taken since.
+func (l *levelSnap) expected() map[int]uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.taken) == 0 {
+		return l.counts
+	}
+	out := make(map[int]uint64, len(l.counts))
+	for p, n := range l.counts {
+		out[p] = n - min(n, l.taken[p])
+	}
+	return out
+}
+
+// took notes the messages of msgs as taken.
+func (l *levelSnap) took(msgs []jetstream.Msg) {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.taken == nil {
+		l.taken = map[int]uint64{}
+	}
+	for _, m := range msgs {
+		subj := m.Subject()
+		if p, err := strconv.Atoi(subj[strings.LastIndexByte(subj, '.')+1:]); err == nil {
+			l.taken[p]++
+		}
+	}
+}
+
+const (
+	snapUses    = 16
+	snapAge     = 50 * time.Millisecond
+	maxArrivals = 64
+)
+
+// noteSnap records the levels of a full lookup of a queue with many
+// levels.
+// The messages the pull that made the lookup takes are noted on it (took).
+func (s *Service) noteSnap(queue string, levels []int, counts *jobstore.LevelCounts) *levelSnap {
+	if _, aging := s.agingOf(queue); aging || counts == nil || counts.LastSeq == 0 {
+		s.levelSnaps.Delete(queue)
+		return nil
+	}
+	snap := &levelSnap{levels: levels, counts: counts.PerLevel, seq: counts.LastSeq, at: time.Now(), uses: new(atomic.Int32)}
+	s.levelSnaps.Store(queue, snap)
+	return snap
+}
+
+// pullSnap pulls from a queue's level snapshot and what arrived since
+// (done: the pull is answered). A queue without a fresh snapshot is left
+// to the full lookup.
+func (s *Service) pullSnap(ctx context.Context, queue string, want int) ([]jetstream.Msg, bool, error) {
+	v, ok := s.levelSnaps.Load(queue)
+	if !ok {
+		return nil, false, nil
+	}
+	snap := v.(*levelSnap)
+	if snap.uses.Add(1) > snapUses || time.Since(snap.at) > s.snapAge {
+		s.levelSnaps.CompareAndDelete(queue, v)
+		return nil, false, nil
+	}
+	arrived, _, complete, ok, err := s.store.ReadyArrivals(ctx, queue, snap.seq, maxArrivals)
+	if !ok || err != nil || !complete {
+		s.levelSnaps.CompareAndDelete(queue, v)
+		return nil, false, nil
+	}
+	levels, counts := snap.levels, snap.expected()
+	if len(arrived) > 0 {
+		base := counts
+		counts = make(map[int]uint64, len(base)+len(arrived))
+		for p, n := range base {
+			counts[p] = n
+		}
+		for p, n := range arrived {
+			if _, listed := counts[p]; !listed {
+				levels = append(slices.Clip(levels), p)
+			}
+			counts[p] += n
+		}
+		slices.Sort(levels)
+		// Jobs are coming in: the levels they fill are emptied by the
+		// same pulls, which a snapshot does not see; levels that emptied
+		// but stay listed are asked in vain. The next pull makes a full
+		// lookup.
+		s.levelSnaps.CompareAndDelete(queue, v)
+	}
+	if len(levels) == 0 {
+		return nil, true, nil
+	}
+	out, err := s.pullLevels(ctx, queue, levels, counts, want)
+	snap.took(out)
+	return out, true, err
 }

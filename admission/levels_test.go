@@ -187,3 +187,45 @@ func TestFetchAcrossProcessesPutsBackInOrder_PRI003(t *testing.T) {
 		t.Fatalf("fetched %v, want [a2 a3 b1 b2 c1 c2]", order)
 	}
 }
+
+// PRI-003: a queue with many levels is pulled from a snapshot of its
+// levels (levelpull.go) plus what arrived since; a job enqueued at a
+// higher priority after the snapshot, at a level it does not list, is
+// still the next one fetched.
+func TestFetchSeesJobsArrivedSinceLevelSnapshot_PRI003(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.svc.KeepLevelSnapshots(time.Hour)
+	ctx := testCtx(t)
+	var batch []*ojs.Job
+	for p := 49; p >= 10; p-- {
+		batch = append(batch, mustParse(t, fmt.Sprintf(`{"type":"s.t","args":[],"queue":"snap","priority":%d}`, p)))
+	}
+	if _, err := b.svc.EnqueueBatch(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+	next := func(want int) {
+		t.Helper()
+		j := fetch1(t, b, "snap")
+		if j == nil || j.Priority != want {
+			t.Fatalf("fetched %+v, want priority %d", j, want)
+		}
+		ack(t, b, j.ID)
+	}
+	next(10) // the direct get finds many levels
+	next(11) // the stream info makes the snapshot
+	if !b.svc.HasLevelSnapshot("snap") {
+		t.Fatal("40 levels and no level snapshot: the path under test is not taken")
+	}
+	enqueue(t, b, `{"type":"s.t","args":[],"queue":"snap","priority":0}`)
+	next(0)
+	next(12)
+	enqueue(t, b, `{"type":"s.t","args":[],"queue":"snap","priority":5}`)
+	next(5)
+	for p := 13; p < 50; p++ {
+		next(p)
+	}
+	if j := fetch1(t, b, "snap"); j != nil {
+		t.Fatalf("after every job: %+v", j)
+	}
+}

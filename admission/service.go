@@ -153,6 +153,8 @@ type Service struct {
 	// which the next pull asks at once (pull, fetch.go).
 	firstLevel sync.Map // queue name -> int
 	held       heldReady
+	levelSnaps sync.Map // queue name -> *levelSnap (levelpull.go)
+	snapAge    time.Duration
 	pullers    sync.Map // queue name -> *puller
 	creating   sync.Map // job id -> chan struct{}, closed when its create is done
 
@@ -171,15 +173,16 @@ func New(nc *nats.Conn, js jetstream.JetStream, assets *topology.Assets, cfg Con
 		return nil, err
 	}
 	s := &Service{
-		cfg:    cfg,
-		nc:     nc,
-		js:     js,
-		assets: assets,
-		store:  jobstore.New(nc, js, assets),
-		log:    cfg.Logger,
-		clock:  cfg.Clock,
-		events: cfg.Events,
-		met:    cfg.Metrics,
+		cfg:     cfg,
+		snapAge: snapAge,
+		nc:      nc,
+		js:      js,
+		assets:  assets,
+		store:   jobstore.New(nc, js, assets),
+		log:     cfg.Logger,
+		clock:   cfg.Clock,
+		events:  cfg.Events,
+		met:     cfg.Metrics,
 	}
 	s.queues = newQueueCache(s.store, s.log, s.now)
 	s.groups = newGroupCache(s.store, s.log)

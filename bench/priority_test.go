@@ -11,35 +11,55 @@ import (
 	"github.com/jetgate/jetgate/admission/ojs"
 )
 
-// BenchmarkPriorityLevels runs the Go round trip with jobs spread over 1,
-// 10 and 256 priority levels and reports each one's jobs/s and the ratio
-// of 10 and 256 levels to 1 (the priority issue's target: >= 0.7 for 256).
+// BenchmarkPriorityLevels measures fetch throughput with jobs spread over
+// 1, 10 and 256 priority levels, two ways: draining a backlog queued
+// first (the priority issue's "fetch throughput", target >= 0.7 of one
+// level for 256), and the Go round trip (enqueue while fetching, so the
+// levels holding jobs change with every fetch). It reports each one's
+// jobs/s and the ratios of 10 and 256 levels to 1.
 //
 //	go test -run '^$' -bench PriorityLevels -benchtime 1x -count 2 ./bench
 func BenchmarkPriorityLevels(b *testing.B) {
 	sh := defaultShape(*flagJobs)
 	e := startEnv(b)
 	levels := []int{1, 10, 256}
-	elapsed := map[int]time.Duration{}
+	type run struct {
+		name string
+		f    func(ctx context.Context, n int) (Sample, error)
+	}
+	runs := []run{
+		{"drain", func(ctx context.Context, n int) (Sample, error) {
+			return e.GoDrain(ctx, sh, fmt.Sprintf("bench-dr%d", n), levelsBody(n))
+		}},
+		{"roundtrip", func(ctx context.Context, n int) (Sample, error) {
+			return e.GoRoundTrip(ctx, sh, fmt.Sprintf("bench-lv%d", n), levelsBody(n))
+		}},
+	}
+	elapsed := map[string]time.Duration{}
 	b.ResetTimer()
 	for range b.N {
-		for _, n := range levels {
-			ctx, cancel := context.WithTimeout(context.Background(), *flagTimeout)
-			r, err := e.GoRoundTrip(ctx, sh, fmt.Sprintf("bench-lv%d", n), levelsBody(n))
-			cancel()
-			if err != nil {
-				b.Fatalf("%d levels: %v", n, err)
+		for _, r := range runs {
+			for _, n := range levels {
+				ctx, cancel := context.WithTimeout(context.Background(), *flagTimeout)
+				s, err := r.f(ctx, n)
+				cancel()
+				if err != nil {
+					b.Fatalf("%s, %d levels: %v", r.name, n, err)
+				}
+				b.Logf("%-9s %3d levels %8.0f jobs/s", r.name, n, s.Metrics["jobs/s"])
+				elapsed[fmt.Sprintf("%s_%d", r.name, n)] += s.Elapsed
 			}
-			b.Logf("%3d levels %8.0f jobs/s", n, r.Metrics["jobs/s"])
-			elapsed[n] += r.Elapsed
 		}
 	}
 	b.StopTimer()
-	rate := func(n int) float64 { return float64(sh.Jobs*b.N) / elapsed[n].Seconds() }
-	for _, n := range levels {
-		b.ReportMetric(rate(n), fmt.Sprintf("levels_%d_jobs/s", n))
-		if n > 1 {
-			b.ReportMetric(rate(n)/rate(1), fmt.Sprintf("levels_%d_ratio", n))
+	rate := func(k string) float64 { return float64(sh.Jobs*b.N) / elapsed[k].Seconds() }
+	for _, r := range runs {
+		for _, n := range levels {
+			k := fmt.Sprintf("%s_%d", r.name, n)
+			b.ReportMetric(rate(k), "levels_"+k+"_jobs/s")
+			if n > 1 {
+				b.ReportMetric(rate(k)/rate(fmt.Sprintf("%s_1", r.name)), "levels_"+k+"_ratio")
+			}
 		}
 	}
 }

@@ -35,7 +35,7 @@ import (
 // The stream info also counts each level's messages (counts; nil from a
 // direct get). A queue with many levels is looked up by it on a single
 // server too (maxDirectLevels).
-func (s *Store) ReadyLevels(ctx context.Context, queue string) ([]int, map[int]uint64, error) {
+func (s *Store) ReadyLevels(ctx context.Context, queue string) ([]int, *LevelCounts, error) {
 	filter := topology.ReadyQueueFilter(queue)
 	_, many := s.manyLevels.Load(queue)
 	if s.directLevels() && !many {
@@ -55,14 +55,14 @@ func (s *Store) ReadyLevels(ctx context.Context, queue string) ([]int, map[int]u
 		return nil, nil, fmt.Errorf("ready levels of %s: %w", queue, Unavailable(err))
 	}
 	levels := make([]int, 0, len(info.State.Subjects))
-	counts := make(map[int]uint64, len(info.State.Subjects))
+	counts := &LevelCounts{PerLevel: make(map[int]uint64, len(info.State.Subjects)), LastSeq: info.State.LastSeq}
 	for subj, n := range info.State.Subjects {
 		if n == 0 {
 			continue
 		}
 		if p, ok := subjectLevel(subj); ok {
 			levels = append(levels, p)
-			counts[p] = n
+			counts.PerLevel[p] = n
 		}
 	}
 	slices.Sort(levels)
@@ -70,6 +70,60 @@ func (s *Store) ReadyLevels(ctx context.Context, queue string) ([]int, map[int]u
 		s.manyLevels.Delete(queue)
 	}
 	return levels, counts, nil
+}
+
+// LevelCounts is what a stream info lookup tells besides the levels: each
+// level's number of ready messages (handed out or not), and the stream's
+// last sequence when it was counted: every later message of the queue has
+// a higher one.
+type LevelCounts struct {
+	PerLevel map[int]uint64
+	LastSeq  uint64
+}
+
+// ReadyArrivals returns, per level, the ready messages of a queue stored
+// after sequence after, with one batched direct get of at most max of
+// them (next by subject on the queue's subjects). complete says they are
+// all of them; last is then the highest sequence of the queue the answer
+// covers (after, when none arrived). ok is false where direct gets cannot
+// be trusted (replicas, direct gets off).
+func (s *Store) ReadyArrivals(ctx context.Context, queue string, after uint64, max int) (arrived map[int]uint64, last uint64, complete, ok bool, err error) {
+	if !s.directLevels() {
+		return nil, 0, false, false, nil
+	}
+	mux, err := s.replies.start(s.nc)
+	if err != nil {
+		return nil, 0, false, true, Unavailable(err)
+	}
+	req := mux.add()
+	req.counts = map[int]uint64{}
+	defer mux.remove(req)
+	body := fmt.Sprintf(`{"seq":%d,"next_by_subj":%q,"batch":%d}`, after+1, topology.ReadyQueueFilter(queue), max)
+	if err := s.nc.PublishRequest("$JS.API.DIRECT.GET."+topology.ReadyStream, req.inbox, []byte(body)); err != nil {
+		return nil, 0, false, true, Unavailable(err)
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+	}
+	select {
+	case <-req.done:
+	case <-ctx.Done():
+		return nil, 0, false, true, Unavailable(ctx.Err())
+	}
+	if req.err != nil {
+		return nil, 0, false, true, fmt.Errorf("ready arrivals of %s: %w", queue, Unavailable(req.err))
+	}
+	last = max64(after, req.lastSeq)
+	return req.counts, last, req.pending == 0, true, nil
+}
+
+func max64(a, b uint64) uint64 {
+	if a > b {
+		return a
+	}
+	return b
 }
 
 // maxDirectLevels is how many levels holding messages a queue may have
@@ -95,16 +149,16 @@ func subjectLevel(subj string) (int, bool) {
 var errTooManyResults = errors.New("too many subjects for one batched direct get")
 
 // lastPerSubject asks stream for the last message of every subject
-// matching filter (a batched direct get, ADR-31) and returns the levels
+// matching filters (a batched direct get, ADR-31) and returns the levels
 // of those subjects, sorted.
-func (s *Store) lastPerSubject(ctx context.Context, stream, filter string) ([]int, error) {
+func (s *Store) lastPerSubject(ctx context.Context, stream string, filters ...string) ([]int, error) {
 	mux, err := s.replies.start(s.nc)
 	if err != nil {
 		return nil, err
 	}
 	req := mux.add()
 	defer mux.remove(req)
-	body := `{"multi_last":["` + filter + `"]}`
+	body := `{"multi_last":["` + strings.Join(filters, `","`) + `"]}`
 	if err := s.nc.PublishRequest("$JS.API.DIRECT.GET."+stream, req.inbox, []byte(body)); err != nil {
 		return nil, err
 	}
@@ -146,6 +200,11 @@ type multiReq struct {
 	levels []int
 	err    error
 	done   chan struct{}
+	// For ReadyArrivals: messages per level, the highest sequence seen,
+	// and the messages the end of the batch says are left.
+	counts  map[int]uint64
+	lastSeq uint64
+	pending uint64
 }
 
 func (m *replyMux) start(nc *nats.Conn) (*replyMux, error) {
@@ -185,13 +244,26 @@ func (m *replyMux) deliver(msg *nats.Msg) {
 	status := msg.Header.Get("Status")
 	switch status {
 	case "":
-		if p, ok := subjectLevel(msg.Header.Get(jetstream.SubjectHeader)); ok {
+		p, ok := subjectLevel(msg.Header.Get(jetstream.SubjectHeader))
+		switch {
+		case !ok:
+		case r.counts != nil:
+			r.counts[p]++
+			if seq, err := strconv.ParseUint(msg.Header.Get(jetstream.SequenceHeader), 10, 64); err == nil && seq > r.lastSeq {
+				r.lastSeq = seq
+			}
+		default:
 			r.levels = append(r.levels, p)
 		}
 		return
 	case "204": // end of batch
+		if n, err := strconv.ParseUint(msg.Header.Get("Nats-Num-Pending"), 10, 64); err == nil {
+			r.pending = n
+		}
 	case "404":
-		if d := msg.Header.Get("Description"); d != "No Results" {
+		// No Results (multi_last), Message Not Found (next by subject):
+		// nothing there.
+		if d := msg.Header.Get("Description"); d != "No Results" && d != "Message Not Found" {
 			r.err = fmt.Errorf("batched direct get: status 404 %s", d)
 		}
 	case "413":

@@ -139,3 +139,53 @@ type staticInfo struct {
 func (s staticInfo) CachedInfo() *jetstream.StreamInfo {
 	return &jetstream.StreamInfo{Config: s.cfg}
 }
+
+// ReadyArrivals lists, per level, the messages of one queue stored after a
+// sequence: all of them (complete) up to max, with the highest sequence it
+// covers; more than max is incomplete. Without trusted direct gets it
+// declines (ok false).
+func TestReadyArrivals(t *testing.T) {
+	s := natstest.RunServer(t)
+	nc, js := natstest.Connect(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	assets, err := topology.Ensure(ctx, js, topology.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := jobstore.New(nc, js, assets)
+	pub := func(queue string, p int) uint64 {
+		ack, err := js.Publish(ctx, topology.ReadySubject(queue, p), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ack.Sequence
+	}
+	base := pub("q", 9)
+	got, last, complete, ok, err := st.ReadyArrivals(ctx, "q", base, 10)
+	if err != nil || !ok || !complete || len(got) != 0 || last != base {
+		t.Fatalf("nothing arrived: %v last %d complete %v ok %v err %v", got, last, complete, ok, err)
+	}
+	pub("q", 3)
+	pub("other", 1)
+	pub("q.b", 0) // another queue, whose escaped name starts like q's
+	pub("q", 200)
+	top := pub("q", 3)
+	got, last, complete, ok, err = st.ReadyArrivals(ctx, "q", base, 10)
+	if err != nil || !ok || !complete || last != top || len(got) != 2 || got[3] != 2 || got[200] != 1 {
+		t.Fatalf("arrivals %v last %d (want %d) complete %v ok %v err %v", got, last, top, complete, ok, err)
+	}
+	if _, _, complete, _, err = st.ReadyArrivals(ctx, "q", base, 2); err != nil || complete {
+		t.Fatalf("3 arrivals asked 2 at most: complete %v err %v", complete, err)
+	}
+	infoStream, err := js.Stream(ctx, topology.ReadyStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := infoStream.CachedInfo().Config
+	cfg.AllowDirect = false
+	byInfo := jobstore.New(nc, js, &topology.Assets{Ready: staticInfo{infoStream, cfg}})
+	if _, _, _, ok, _ := byInfo.ReadyArrivals(ctx, "q", base, 10); ok {
+		t.Fatal("arrivals answered without trusted direct gets")
+	}
+}
