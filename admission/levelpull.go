@@ -353,8 +353,12 @@ type levelSnap struct {
 	taken map[int]uint64
 }
 
-// expected returns the counts less what was taken since.
-func (l *levelSnap) expected() map[int]uint64 {
+// expected returns the counts to size a pull's waves by: the snapshot's,
+// less what this process took since. pullLevels takes off what this
+// process holds of a level; the messages it holds that it took since the
+// snapshot are already off, so they are added back here (held counts
+// messages taken before the snapshot too, which the counts include).
+func (s *Service) expected(queue string, l *levelSnap) map[int]uint64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if len(l.taken) == 0 {
@@ -362,7 +366,13 @@ func (l *levelSnap) expected() map[int]uint64 {
 	}
 	out := make(map[int]uint64, len(l.counts))
 	for p, n := range l.counts {
-		out[p] = n - min(n, l.taken[p])
+		t := l.taken[p]
+		if t == 0 {
+			out[p] = n
+			continue
+		}
+		held := uint64(s.held.count(topology.ReadyConsumer(queue, p), s.cfg.ClaimAckWait))
+		out[p] = n - min(n, t) + min(held, t)
 	}
 	return out
 }
@@ -422,7 +432,7 @@ func (s *Service) pullSnap(ctx context.Context, queue string, want int) ([]jetst
 		s.levelSnaps.CompareAndDelete(queue, v)
 		return nil, false, nil
 	}
-	levels, counts := snap.levels, snap.expected()
+	levels, counts := snap.levels, s.expected(queue, snap)
 	if len(arrived) > 0 {
 		base := counts
 		counts = make(map[int]uint64, len(base)+len(arrived))
