@@ -386,7 +386,12 @@ func (s *Service) claim(ctx context.Context, msg jetstream.Msg, req ojs.FetchReq
 		}, nil
 	}
 	nj, old, err := s.transition(ctx, ref.JobID, apply)
-	if isNotFound(err) && s.awaitCreate(ctx, ref.JobID) {
+	if isNotFound(err) {
+		// The record may be being created by this process (its ready
+		// message goes out first), or may have landed while the read was
+		// on its way (the create's mark is gone by then): read it once
+		// more before the message is put back for 50 ms or more.
+		s.awaitCreate(ctx, ref.JobID)
 		nj, old, err = s.transition(ctx, ref.JobID, apply)
 	}
 	if err != nil && len(held) > 0 {
