@@ -82,48 +82,22 @@ type LevelCounts struct {
 }
 
 // ReadyArrivals returns, per level, the ready messages of a queue stored
-// after sequence after, with one batched direct get of at most max of
+// after sequence after, with one batched direct get of at most limit of
 // them (next by subject on the queue's subjects). complete says they are
 // all of them; last is then the highest sequence of the queue the answer
 // covers (after, when none arrived). ok is false where direct gets cannot
 // be trusted (replicas, direct gets off).
-func (s *Store) ReadyArrivals(ctx context.Context, queue string, after uint64, max int) (arrived map[int]uint64, last uint64, complete, ok bool, err error) {
+func (s *Store) ReadyArrivals(ctx context.Context, queue string, after uint64, limit int) (arrived map[int]uint64, last uint64, complete, ok bool, err error) {
 	if !s.directLevels() {
 		return nil, 0, false, false, nil
 	}
-	mux, err := s.replies.start(s.nc)
+	body := fmt.Sprintf(`{"seq":%d,"next_by_subj":%q,"batch":%d}`, after+1, topology.ReadyQueueFilter(queue), limit)
+	req, err := s.batchedGet(ctx, topology.ReadyStream, body, true)
 	if err != nil {
-		return nil, 0, false, true, Unavailable(err)
+		return nil, 0, false, true, fmt.Errorf("ready arrivals of %s: %w", queue, Unavailable(err))
 	}
-	req := mux.add()
-	req.counts = map[int]uint64{}
-	defer mux.remove(req)
-	body := fmt.Sprintf(`{"seq":%d,"next_by_subj":%q,"batch":%d}`, after+1, topology.ReadyQueueFilter(queue), max)
-	if err := s.nc.PublishRequest("$JS.API.DIRECT.GET."+topology.ReadyStream, req.inbox, []byte(body)); err != nil {
-		return nil, 0, false, true, Unavailable(err)
-	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-	}
-	select {
-	case <-req.done:
-	case <-ctx.Done():
-		return nil, 0, false, true, Unavailable(ctx.Err())
-	}
-	if req.err != nil {
-		return nil, 0, false, true, fmt.Errorf("ready arrivals of %s: %w", queue, Unavailable(req.err))
-	}
-	last = max64(after, req.lastSeq)
+	last = max(after, req.lastSeq)
 	return req.counts, last, req.pending == 0, true, nil
-}
-
-func max64(a, b uint64) uint64 {
-	if a > b {
-		return a
-	}
-	return b
 }
 
 // maxDirectLevels is how many levels holding messages a queue may have
@@ -152,13 +126,24 @@ var errTooManyResults = errors.New("too many subjects for one batched direct get
 // matching filters (a batched direct get, ADR-31) and returns the levels
 // of those subjects, sorted.
 func (s *Store) lastPerSubject(ctx context.Context, stream string, filters ...string) ([]int, error) {
+	req, err := s.batchedGet(ctx, stream, `{"multi_last":["`+strings.Join(filters, `","`)+`"]}`, false)
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(req.levels)
+	return req.levels, nil
+}
+
+// batchedGet sends a batched direct get (ADR-31) with body to stream and
+// waits for its whole answer: the levels of the messages, or with counts
+// their number per level and the highest sequence (ReadyArrivals).
+func (s *Store) batchedGet(ctx context.Context, stream, body string, counts bool) (*multiReq, error) {
 	mux, err := s.replies.start(s.nc)
 	if err != nil {
 		return nil, err
 	}
-	req := mux.add()
+	req := mux.add(counts)
 	defer mux.remove(req)
-	body := `{"multi_last":["` + strings.Join(filters, `","`) + `"]}`
 	if err := s.nc.PublishRequest("$JS.API.DIRECT.GET."+stream, req.inbox, []byte(body)); err != nil {
 		return nil, err
 	}
@@ -172,11 +157,7 @@ func (s *Store) lastPerSubject(ctx context.Context, stream string, filters ...st
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	if req.err != nil {
-		return nil, req.err
-	}
-	slices.Sort(req.levels)
-	return req.levels, nil
+	return req, req.err
 }
 
 // replyMux receives the answers of requests answered by several messages
@@ -216,9 +197,12 @@ func (m *replyMux) start(nc *nats.Conn) (*replyMux, error) {
 	return m, m.err
 }
 
-func (m *replyMux) add() *multiReq {
+func (m *replyMux) add(counts bool) *multiReq {
 	token := strconv.FormatUint(m.seq.Add(1), 36)
 	r := &multiReq{token: token, inbox: m.prefix + token, done: make(chan struct{})}
+	if counts {
+		r.counts = map[int]uint64{}
+	}
 	m.mu.Lock()
 	m.waiting[token] = r
 	m.mu.Unlock()
