@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jetgate/jetgate/admission"
 	"github.com/jetgate/jetgate/admission/ojs"
 )
 
@@ -30,33 +31,9 @@ func (e *Env) GoDrain(ctx context.Context, sh Shape, queue string, body BodyFunc
 		return Sample{}, err
 	}
 	led := newLedger(false)
-	c, wctx := newCrew(ctx)
 	start := time.Now()
 	tl := startTimeline(&led.acked)
-	for w := range max(sh.Workers, 1) {
-		req := ojs.FetchRequest{Queues: []string{queue}, Count: 1, WorkerID: fmt.Sprintf("bench-drain-%d", w)}
-		c.spawn(func() error {
-			for led.acked.Load() < int64(n) {
-				got, err := svc.Fetch(wctx, req)
-				if err != nil {
-					return fmt.Errorf("fetch: %w", err)
-				}
-				for _, j := range got {
-					if err := goAck(wctx, svc, j, led); err != nil {
-						return err
-					}
-				}
-				led.fetched(len(got))
-				if len(got) == 0 {
-					if err := pause(wctx); err != nil {
-						return err
-					}
-				}
-			}
-			return nil
-		})
-	}
-	err := c.wait()
+	err := fetchAll(ctx, svc, queue, max(sh.Workers, 1), n, led, nil)
 	elapsed := time.Since(start)
 	timeline := tl.stop()
 	if err != nil {
@@ -71,4 +48,40 @@ func (e *Env) GoDrain(ctx context.Context, sh Shape, queue string, body BodyFunc
 		Timeline: timeline,
 		Metrics:  map[string]float64{"jobs/s": float64(n) / elapsed.Seconds()},
 	}, nil
+}
+
+// fetchAll runs workers workers that fetch one job of queue at a time and
+// ack it (recording it in led) until n jobs were acked. onJob, if set,
+// sees every job before its ack.
+func fetchAll(ctx context.Context, svc *admission.Service, queue string, workers, n int, led *ledger, onJob func(*ojs.Job) error) error {
+	c, wctx := newCrew(ctx)
+	for w := range workers {
+		req := ojs.FetchRequest{Queues: []string{queue}, Count: 1, WorkerID: fmt.Sprintf("bench-%s-%d", queue, w)}
+		c.spawn(func() error {
+			for led.acked.Load() < int64(n) {
+				got, err := svc.Fetch(wctx, req)
+				if err != nil {
+					return fmt.Errorf("fetch: %w", err)
+				}
+				for _, j := range got {
+					if onJob != nil {
+						if err := onJob(j); err != nil {
+							return err
+						}
+					}
+					if err := goAck(wctx, svc, j, led); err != nil {
+						return err
+					}
+				}
+				led.fetched(len(got))
+				if len(got) == 0 {
+					if err := pause(wctx); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		})
+	}
+	return c.wait()
 }

@@ -33,36 +33,16 @@ func (e *Env) GoThrottle(ctx context.Context, sh Shape, perSecond int) (Sample, 
 	var mu sync.Mutex
 	var starts []time.Time
 	led := newLedger(false)
-	c, wctx := newCrew(ctx)
-	for w := range max(sh.Workers, 1) {
-		req := ojs.FetchRequest{Queues: []string{queue}, Count: 1, WorkerID: fmt.Sprintf("bench-thr-%d", w)}
-		c.spawn(func() error {
-			for led.acked.Load() < int64(n) {
-				got, err := svc.Fetch(wctx, req)
-				if err != nil {
-					return fmt.Errorf("fetch: %w", err)
-				}
-				for _, j := range got {
-					if j.StartedAt == nil {
-						return fmt.Errorf("job %s fetched without started_at", j.ID)
-					}
-					mu.Lock()
-					starts = append(starts, j.StartedAt.Time)
-					mu.Unlock()
-					if err := goAck(wctx, svc, j, led); err != nil {
-						return err
-					}
-				}
-				if len(got) == 0 {
-					if err := pause(wctx); err != nil {
-						return err
-					}
-				}
-			}
-			return nil
-		})
-	}
-	if err := c.wait(); err != nil {
+	err := fetchAll(ctx, svc, queue, max(sh.Workers, 1), n, led, func(j *ojs.Job) error {
+		if j.StartedAt == nil {
+			return fmt.Errorf("job %s fetched without started_at", j.ID)
+		}
+		mu.Lock()
+		starts = append(starts, j.StartedAt.Time)
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
 		return Sample{}, err
 	}
 	return spacingSample(starts, time.Second/time.Duration(perSecond)), nil
