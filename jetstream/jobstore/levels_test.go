@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/goleak"
 
@@ -23,14 +24,7 @@ func TestMain(m *testing.M) {
 // with stream info otherwise; both must list exactly the levels of the
 // queue that hold messages, whatever else the stream holds.
 func TestReadyLevels(t *testing.T) {
-	s := natstest.RunServer(t)
-	nc, js := natstest.Connect(t, s)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	assets, err := topology.Ensure(ctx, js, topology.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, nc, js, assets := setupStore(t)
 	if !assets.Ready.CachedInfo().Config.AllowDirect {
 		t.Fatal("ready stream of a single server without direct gets")
 	}
@@ -130,6 +124,20 @@ func TestReadyLevels(t *testing.T) {
 	}
 }
 
+// setupStore runs a server with jetgate's streams and buckets.
+func setupStore(t *testing.T) (context.Context, *nats.Conn, jetstream.JetStream, *topology.Assets) {
+	t.Helper()
+	s := natstest.RunServer(t)
+	nc, js := natstest.Connect(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	assets, err := topology.Ensure(ctx, js, topology.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ctx, nc, js, assets
+}
+
 // staticInfo is a stream whose cached config is cfg.
 type staticInfo struct {
 	jetstream.Stream
@@ -145,14 +153,7 @@ func (s staticInfo) CachedInfo() *jetstream.StreamInfo {
 // covers; more than max is incomplete. Without trusted direct gets it
 // declines (ok false).
 func TestReadyArrivals(t *testing.T) {
-	s := natstest.RunServer(t)
-	nc, js := natstest.Connect(t, s)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	assets, err := topology.Ensure(ctx, js, topology.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, nc, js, assets := setupStore(t)
 	st := jobstore.New(nc, js, assets)
 	pub := func(queue string, p int) uint64 {
 		ack, err := js.Publish(ctx, topology.ReadySubject(queue, p), nil)

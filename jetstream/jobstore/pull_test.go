@@ -1,7 +1,6 @@
 package jobstore_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -10,7 +9,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetgate/jetgate/jetstream/jobstore"
-	"github.com/jetgate/jetgate/jetstream/natstest"
 	"github.com/jetgate/jetgate/jetstream/topology"
 )
 
@@ -19,14 +17,7 @@ import (
 // settle like any JetStream message: an ack removes one, a Nak puts it
 // back first in line, a second ack is refused.
 func TestPullNoWait(t *testing.T) {
-	s := natstest.RunServer(t)
-	nc, js := natstest.Connect(t, s)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	assets, err := topology.Ensure(ctx, js, topology.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, nc, js, assets := setupStore(t)
 	st := jobstore.New(nc, js, assets)
 	consumer := func(queue string, p int) string {
 		name := topology.ReadyConsumer(queue, p)
