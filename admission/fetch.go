@@ -268,10 +268,16 @@ type levelPull struct {
 }
 
 // pullLevel pulls up to want ready messages of one level without waiting.
-// A consumer that vanished (removed while idle) is created again once.
+// A consumer that vanished (removed while idle) is created again, and a
+// pull that found no responder (503: the consumer's request subscription
+// is being set up, as when another process updates it) is tried again
+// shortly, up to three tries in all.
 func (s *Service) pullLevel(ctx context.Context, queue string, prio, want int) levelPull {
 	var lastErr error
-	for range 2 {
+	for try := range 3 {
+		if try > 0 && !sleepCtx(ctx, time.Duration(try)*5*time.Millisecond) {
+			break
+		}
 		cons, err := s.consumer(ctx, queue, prio)
 		if err != nil {
 			return levelPull{err: err}
@@ -408,6 +414,7 @@ func (s *Service) claim(ctx context.Context, msg jetstream.Msg, req ojs.FetchReq
 			s.undoStarts(ctx, held)
 		}
 	}
+	s.log.Debug("claim", "job", ref.JobID, "token", ref.Token, "base_rev", ref.BaseRev, "deferral", deferral, "outcome", outcome(err))
 	switch {
 	case isNotFound(err):
 		s.orphan(msg)

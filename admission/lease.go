@@ -124,12 +124,15 @@ func (s *Service) secureLease(ctx context.Context, id, token string) error {
 		}
 		return err
 	}
-	if j.State == ojs.StateActive && j.Internal.Token == token && j.StartedAt != nil {
+	secure := j.State == ojs.StateActive && j.Internal.Token == token && j.StartedAt != nil
+	if secure {
 		at, kv := s.firstLease(j)
 		if err := s.store.EnsureTimer(ctx, topology.TimerLease, id, token, at, kv...); err != nil {
 			return err
 		}
 	}
+	s.log.Debug("lease secured", "job", id, "token", token, "state", j.State, "record_token", j.Internal.Token,
+		"timer", secure, "held_acked", j.Internal.HeldAck != "")
 	s.ackHeld(j.Internal.HeldAck)
 	return nil
 }
@@ -138,6 +141,7 @@ func (s *Service) secureLease(ctx context.Context, id, token string) error {
 // message is acked, a pending deferred write dropped, and a lease timer
 // that may exist cancelled.
 func (s *Service) releaseLease(old *ojs.Job) {
+	s.log.Debug("lease released", "job", old.ID, "token", old.Internal.Token, "held_acked", old.Internal.HeldAck != "")
 	s.leases.cancel(old.ID)
 	held := old.Internal.HeldAck != ""
 	s.ackHeld(old.Internal.HeldAck)
@@ -157,6 +161,7 @@ func (s *Service) releaseLease(old *ojs.Job) {
 // claim, so its lease timer is written now (firing at once if the deadline
 // passed).
 func (s *Service) redelivered(ctx context.Context, j *ojs.Job, msg jetstream.Msg) error {
+	s.log.Debug("held message redelivered", "job", j.ID, "token", j.Internal.Token)
 	if j.StartedAt != nil {
 		at, kv := s.firstLease(j)
 		if err := s.store.EnsureTimer(ctx, topology.TimerLease, j.ID, j.Internal.Token, at, kv...); err != nil {

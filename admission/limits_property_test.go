@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -109,14 +110,29 @@ func TestRateLimitPropertiesClusterRestart(t *testing.T) {
 	t.Parallel()
 	cl := natstest.RunCluster(t, 3)
 	var svcs []*admission.Service
-	for range 3 {
+	var log *slog.Logger
+	if path := os.Getenv("JETGATE_TEST_TRACE"); path != "" {
+		// Every record write, claim, lease and timer decision, as JSON
+		// lines: to read the story of a stranded job.
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		log = slog.New(slog.NewJSONHandler(f, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	for i := range 3 {
 		_, js := cl.Connect(t)
 		ctx := testCtx(t)
 		assets, err := topology.Ensure(ctx, js, topology.Config{Replicas: 3})
 		if err != nil {
 			t.Fatalf("ensure: %v", err)
 		}
-		svc, err := admission.New(js.Conn(), js, assets, admission.Config{})
+		cfg := admission.Config{}
+		if log != nil {
+			cfg.Logger = log.With("instance", i)
+		}
+		svc, err := admission.New(js.Conn(), js, assets, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}

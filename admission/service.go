@@ -298,6 +298,8 @@ func (s *Service) transition(ctx context.Context, id string, apply applyFunc) (n
 			return nil, old, err
 		}
 		s.records.put(nj, nrev)
+		s.log.Debug("record written", "job", id, "state", nj.State, "attempt", nj.Attempt, "token", nj.Internal.Token,
+			"held", nj.Internal.HeldToken != "", "rev", nrev, "from_rev", rev, "from_state", old.State)
 		return nj, old, nil
 	}
 	return nil, nil, fmt.Errorf("%w: job %s kept changing under %d attempts", ojs.ErrConflict, id, maxCASRetries)

@@ -70,6 +70,7 @@ func (s *Service) onTimer(msg jetstream.Msg) {
 			return
 		}
 	}
+	s.log.Debug("timer handled", "kind", kind, "job", ref.JobID, "token", ref.Token, "base_rev", ref.BaseRev, "outcome", outcome(err))
 	if err != nil && !errors.Is(err, errStale) && !errors.Is(err, errEarly) && !isNotFound(err) {
 		s.log.Warn("timer failed, will retry", "kind", kind, "job", ref.JobID, "error", err)
 		_ = msg.NakWithDelay(time.Second)
@@ -122,4 +123,12 @@ func quoteOr(s, def string) string {
 		return def
 	}
 	return "'" + s + "'"
+}
+
+// outcome names err for debug logs ("ok" for nil).
+func outcome(err error) string {
+	if err == nil {
+		return "ok"
+	}
+	return err.Error()
 }

@@ -49,7 +49,15 @@ func TestPullNoWait(t *testing.T) {
 		}
 		seqs = append(seqs, ack.Sequence)
 	}
-	got := pull(a, 2)
+	// A no-wait pull answers from the consumer's pending count, which the
+	// server updates asynchronously: right after the publishes it may
+	// still read zero.
+	var got []jetstream.Msg
+	for i := 0; len(got) == 0 && i < 200; i++ {
+		if got = pull(a, 2); len(got) == 0 {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
 	if len(got) != 2 || string(got[0].Data()) != "m0" || string(got[1].Data()) != "m1" {
 		t.Fatalf("pull 2 of 5: %d messages", len(got))
 	}
@@ -114,7 +122,16 @@ func TestPullNoWait(t *testing.T) {
 	errs := make(chan error, levels)
 	for p := range levels {
 		go func() {
-			msgs, err := st.PullNoWait(ctx, names[p], 3)
+			var msgs []jetstream.Msg
+			var err error
+			for i := 0; err == nil && len(msgs) < 3 && i < 200; i++ {
+				var got []jetstream.Msg
+				got, err = st.PullNoWait(ctx, names[p], 3-len(msgs))
+				msgs = append(msgs, got...)
+				if len(got) == 0 {
+					time.Sleep(10 * time.Millisecond)
+				}
+			}
 			if err == nil && len(msgs) != 3 {
 				err = fmt.Errorf("level %d: %d messages", p, len(msgs))
 			}
