@@ -62,6 +62,11 @@ func (d *deferredLeases) add(id string, after time.Duration, f func()) {
 	if d.timers == nil {
 		d.timers = map[string]*time.Timer{}
 	}
+	if t, ok := d.timers[id]; ok && t.Stop() {
+		// An earlier attempt's write, whose attempt ended in another
+		// process: its record moved on, so there is nothing to write.
+		d.wg.Done()
+	}
 	d.wg.Add(1)
 	d.timers[id] = time.AfterFunc(after, func() {
 		defer d.wg.Done()
@@ -102,11 +107,11 @@ func (d *deferredLeases) stop() {
 // holdLease keeps msg unacknowledged as the backstop of nj's lease and
 // schedules the lease write.
 func (s *Service) holdLease(nj *ojs.Job, after time.Duration) {
-	id, token := nj.ID, nj.Internal.Token
+	id, token, held := nj.ID, nj.Internal.Token, nj.Internal.HeldAck
 	s.leases.add(id, after, func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if err := s.secureLease(ctx, id, token); err != nil {
+		if err := s.secureLease(ctx, id, token, held); err != nil {
 			// The held message comes back after ClaimAckWait and the
 			// fetch that meets it writes the lease then.
 			s.log.Warn("lease write deferred to redelivery", "job", id, "error", err)
@@ -115,11 +120,16 @@ func (s *Service) holdLease(nj *ojs.Job, after time.Duration) {
 }
 
 // secureLease writes the lease timer of an active job claimed with token,
-// unless one is there already, then releases the held ready message.
-func (s *Service) secureLease(ctx context.Context, id, token string) error {
+// unless one is there already, then releases the ready message held
+// since that claim (acked by its ack subject held). It never touches the
+// message the record holds now if that is another claim's: a later
+// attempt's held message is its only backstop until its own lease is
+// written.
+func (s *Service) secureLease(ctx context.Context, id, token, held string) error {
 	j, _, err := s.store.Get(ctx, id)
 	if err != nil {
 		if isNotFound(err) {
+			s.ackHeld(held)
 			return nil
 		}
 		return err
@@ -132,8 +142,8 @@ func (s *Service) secureLease(ctx context.Context, id, token string) error {
 		}
 	}
 	s.log.Debug("lease secured", "job", id, "token", token, "state", j.State, "record_token", j.Internal.Token,
-		"timer", secure, "held_acked", j.Internal.HeldAck != "")
-	s.ackHeld(j.Internal.HeldAck)
+		"timer", secure)
+	s.ackHeld(held)
 	return nil
 }
 
@@ -172,7 +182,6 @@ func (s *Service) redelivered(ctx context.Context, j *ojs.Job, msg jetstream.Msg
 	return nil
 }
 
-// clearHeld forgets the held message of a record that leaves active.
 // endAttempt gives j a fresh token and drops what an attempt holds: its
 // lease deadline, its rate limit starts and its held ready message. Every
 // transition that takes a job out of active (or out of the running for
@@ -184,6 +193,7 @@ func endAttempt(j *ojs.Job) {
 	clearHeld(j)
 }
 
+// clearHeld forgets the held message of a record that leaves active.
 func clearHeld(j *ojs.Job) {
 	j.Internal.HeldAck = ""
 	j.Internal.HeldToken = ""

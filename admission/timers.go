@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetgate/jetgate/admission/ojs"
@@ -70,6 +71,11 @@ func (s *Service) onTimer(msg jetstream.Msg) {
 			return
 		}
 	}
+	if errors.Is(err, errStale) {
+		if rerr := s.restoreTimer(ctx, kind, ref, msg.Headers()); rerr != nil {
+			err = rerr // the stale timer comes back and the restore is tried again
+		}
+	}
 	s.log.Debug("timer handled", "kind", kind, "job", ref.JobID, "token", ref.Token, "base_rev", ref.BaseRev, "outcome", outcome(err))
 	if err != nil && !errors.Is(err, errStale) && !errors.Is(err, errEarly) && !isNotFound(err) {
 		s.log.Warn("timer failed, will retry", "kind", kind, "job", ref.JobID, "error", err)
@@ -77,6 +83,58 @@ func (s *Service) onTimer(msg jetstream.Msg) {
 		return
 	}
 	_ = msg.Ack()
+}
+
+// restoreTimer gives a job back the lease or due timer its record relies
+// on, after a stale timer of that kind fired for it.
+//
+// A job has one timer of each kind (one schedule subject), and a
+// transition writes the timer its next record relies on before its
+// compare-and-swap. A transition that then loses the compare-and-swap
+// (two claims of one put-back ready message, a nack racing a stall) has
+// replaced the winner's timer with its own, whose token matches no record.
+// That timer fires stale; had it just been dropped, the winner's job would
+// wait forever: active with no lease, or retryable with no due timer
+// (issue #3). So a stale timer makes sure the record's own timer is there
+// (EnsureTimer: a compare-and-swap on the subject that keeps a timer of
+// the record's token, such as a heartbeat's).
+//
+// The restored lease is due as if the attempt's last sign of life came
+// when the stale timer's attempt started: a heartbeat of the job after
+// that would have replaced the stale timer, which fired instead. A due
+// timer is restored at the record's scheduled_at or next_attempt_at.
+func (s *Service) restoreTimer(ctx context.Context, kind string, ref jobstore.MsgRef, h nats.Header) error {
+	if kind != topology.TimerLease && kind != topology.TimerDue {
+		return nil
+	}
+	j, _, err := s.store.Get(ctx, ref.JobID)
+	if err != nil {
+		if isNotFound(err) {
+			return nil
+		}
+		return err
+	}
+	if j.Internal.Token == ref.Token {
+		return nil
+	}
+	switch {
+	case kind == topology.TimerLease && j.State == ojs.StateActive && j.StartedAt != nil:
+		c := s.attemptOf(j)
+		last := j.StartedAt.Time
+		if lr := readLease(h); lr.lastBeat.After(last) {
+			last = lr.lastBeat
+		}
+		at, lk := c.next(last, c.beat, s.now())
+		s.log.Debug("lease restored", "job", j.ID, "token", j.Internal.Token, "stale_token", ref.Token, "at", at)
+		return s.store.EnsureTimer(ctx, topology.TimerLease, j.ID, j.Internal.Token, at, leaseHeaders(lk, last, c.beat)...)
+	case kind == topology.TimerDue && j.State == ojs.StateScheduled && j.ScheduledAt != nil:
+		s.log.Debug("due timer restored", "job", j.ID, "token", j.Internal.Token, "stale_token", ref.Token)
+		return s.store.EnsureTimer(ctx, topology.TimerDue, j.ID, j.Internal.Token, j.ScheduledAt.Time)
+	case kind == topology.TimerDue && j.State == ojs.StateRetryable && j.NextAttemptAt != nil:
+		s.log.Debug("due timer restored", "job", j.ID, "token", j.Internal.Token, "stale_token", ref.Token)
+		return s.store.EnsureTimer(ctx, topology.TimerDue, j.ID, j.Internal.Token, j.NextAttemptAt.Time)
+	}
+	return nil
 }
 
 // errStale marks a ready message or timer whose job moved on; it is acked

@@ -12,9 +12,13 @@ import (
 	"github.com/jetgate/jetgate/jetstream/natstest"
 )
 
+// testContext bounds a test. A 3-node cluster on a loaded 2-core machine
+// took more than 10 s to create an R3 bucket once (in a full -race run
+// beside benchmarks), so the bound is generous: it catches a hang, not
+// slowness.
 func testContext(t *testing.T) context.Context {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	t.Cleanup(cancel)
 	return ctx
 }
