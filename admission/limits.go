@@ -136,6 +136,7 @@ func (s *Service) acquireLimits(ctx context.Context, nj *ojs.Job, checks []limit
 			return nil, &limitRefusal{entry: c.entry, denial: d}, nil
 		}
 		held = append(held, heldStart{entry: c.entry, grant: g, waiting: waiting})
+		s.log.Debug("limit start", "limit", c.entry.Name(), "job", nj.ID, "token", nj.Internal.Token, "leased", g.Leased)
 		// The record's started_at is the time the job's own key counted
 		// the start, so windows and throttle spacing can be checked from
 		// the records.
@@ -183,6 +184,7 @@ func (s *Service) undoStarts(ctx context.Context, held []heldStart) {
 			st.Undo(h.grant)
 			return true
 		})
+		s.log.Debug("limit start undone", "limit", h.entry.Name(), "job", h.grant.JobID, "token", h.grant.Token(), "outcome", outcome(err))
 		if err != nil {
 			// The slot is reclaimed later unless the job is active with
 			// it; a window or throttle start left counted only admits less.
@@ -223,11 +225,13 @@ func (s *Service) releaseLimitsNow(ctx context.Context, old *ojs.Job) {
 		if !ok {
 			continue
 		}
-		waiting := false
+		waiting, held := false, false
 		err := s.limits.Update(ctx, e, func(st *kvlimits.State) bool {
 			waiting = st.Waiting > 0
-			return st.Release(old.ID, old.Internal.Token)
+			held = st.Release(old.ID, old.Internal.Token)
+			return held
 		})
+		s.log.Debug("limit released", "limit", name, "job", old.ID, "token", old.Internal.Token, "held", held, "outcome", outcome(err))
 		if err != nil {
 			s.log.Warn("rate limit slot not released yet; retrying", "limit", e, "job", old.ID, "error", err)
 			s.promoter.reclaimLater(e, old.ID, old.Internal.Token)

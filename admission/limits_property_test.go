@@ -20,6 +20,7 @@ import (
 	"github.com/jetgate/jetgate/admission/ojs"
 	"github.com/jetgate/jetgate/jetstream/natstest"
 	"github.com/jetgate/jetgate/jetstream/topology"
+	"github.com/jetgate/jetgate/kvlimits"
 )
 
 // keyPolicy is one key's random limits in the property test.
@@ -65,6 +66,8 @@ type propRun struct {
 	midRun func()
 	// diagnose, if set, logs what JetStream holds for an unfinished job.
 	diagnose func(id string)
+	// limitState, if set, reads a limit entry as stored (JSON).
+	limitState func(name string) string
 }
 
 // The property test: 3 jetgate instances on one server, 32
@@ -144,6 +147,18 @@ func TestRateLimitPropertiesClusterRestart(t *testing.T) {
 	}
 	runRateLimitProperties(t, svcs, propRun{jobs: 2000, keys: 20, workers: 32, crashRate: 0.03, timeout: 5 * time.Minute,
 		midRun: func() { cl.Restart(t, 1) },
+		limitState: func(name string) string {
+			_, js := cl.Connect(t)
+			kv, err := js.KeyValue(context.Background(), topology.LimitsBucket)
+			if err != nil {
+				return err.Error()
+			}
+			e, err := kv.Get(context.Background(), name)
+			if err != nil {
+				return err.Error()
+			}
+			return string(e.Value())
+		},
 		diagnose: func(id string) {
 			_, js := cl.Connect(t)
 			ctx := context.Background()
@@ -354,6 +369,9 @@ func runRateLimitProperties(t *testing.T, svcs []*admission.Service, run propRun
 			}
 			if time.Now().After(deadline) {
 				t.Errorf("key %s after the run: %d waiting, concurrency %+v", p.key, st.WaitingCount, st.Concurrency)
+				if run.limitState != nil {
+					t.Logf("  limit entry: %s", run.limitState(kvlimits.KeyEntry(p.key).Name()))
+				}
 				break
 			}
 			time.Sleep(100 * time.Millisecond)

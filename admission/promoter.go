@@ -102,6 +102,7 @@ func (p *promoter) kick(e kvlimits.Entry) {
 // reclaimLater queues the slot of an activation of jobID (token) to be
 // released in a second unless the job is active with it by then.
 func (p *promoter) reclaimLater(e kvlimits.Entry, jobID, token string) {
+	p.s.log.Debug("limit reclaim queued", "limit", e.Name(), "job", jobID, "token", token)
 	p.mu.Lock()
 	p.reclaims[e.Name()] = append(p.reclaims[e.Name()], kvlimits.Lease{JobID: jobID, Token: token})
 	p.mu.Unlock()
@@ -380,6 +381,9 @@ func (s *Service) reclaim(ctx context.Context, e kvlimits.Entry, ls []kvlimits.L
 		}
 		return changed
 	})
+	for _, l := range free {
+		s.log.Debug("limit reclaimed", "limit", e.Name(), "job", l.JobID, "token", l.Token, "outcome", outcome(err))
+	}
 	if err != nil {
 		for _, l := range free {
 			s.promoter.reclaimLater(e, l.JobID, l.Token)
