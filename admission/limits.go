@@ -126,8 +126,8 @@ func (s *Service) acquireLimits(ctx context.Context, nj *ojs.Job, checks []limit
 		if err != nil {
 			// The start may have been written all the same (a lost
 			// answer): the job will not become active from this claim, so
-			// its slot is reclaimed once the outcome can be read.
-			s.promoter.reclaimLater(c.entry, nj.ID, nj.Internal.Token)
+			// its slot is reclaimed shortly.
+			s.promoter.reclaimLater(c.entry, nj.ID, nj.Internal.Token, true)
 			s.undoStarts(ctx, held)
 			return nil, nil, err
 		}
@@ -186,10 +186,11 @@ func (s *Service) undoStarts(ctx context.Context, held []heldStart) {
 		})
 		s.log.Debug("limit start undone", "limit", h.entry.Name(), "job", h.grant.JobID, "token", h.grant.Token(), "outcome", outcome(err))
 		if err != nil {
-			// The slot is reclaimed later unless the job is active with
-			// it; a window or throttle start left counted only admits less.
+			// The job did not become active with it: the slot is
+			// reclaimed shortly; a window or throttle start left counted
+			// only admits less.
 			s.log.Warn("rate limit start not taken back yet", "limit", h.entry, "job", h.grant.JobID, "error", err)
-			s.promoter.reclaimLater(h.entry, h.grant.JobID, h.grant.Token())
+			s.promoter.reclaimLater(h.entry, h.grant.JobID, h.grant.Token(), true)
 		}
 		s.promoter.kick(h.entry)
 	}
@@ -234,7 +235,7 @@ func (s *Service) releaseLimitsNow(ctx context.Context, old *ojs.Job) {
 		s.log.Debug("limit released", "limit", name, "job", old.ID, "token", old.Internal.Token, "held", held, "outcome", outcome(err))
 		if err != nil {
 			s.log.Warn("rate limit slot not released yet; retrying", "limit", e, "job", old.ID, "error", err)
-			s.promoter.reclaimLater(e, old.ID, old.Internal.Token)
+			s.promoter.reclaimLater(e, old.ID, old.Internal.Token, true)
 			continue
 		}
 		if waiting {

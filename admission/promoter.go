@@ -27,8 +27,9 @@ type promoter struct {
 	armed   map[string]time.Time // JetStream limit timers this process set
 	// reclaims are slots whose release or undo failed, or whose acquire
 	// had an unknown outcome (NATS unavailable): before the entry's next
-	// promotion round, each is released unless its job is active with it.
-	reclaims map[string][]kvlimits.Lease
+	// promotion round, each is released (unless its job may be active
+	// with it, reclaim).
+	reclaims map[string][]reclaimReq
 	wake     chan struct{}
 	stopped  bool
 	wg       sync.WaitGroup
@@ -50,7 +51,7 @@ func newPromoter(s *Service) *promoter {
 		again:    map[string]bool{},
 		local:    map[string]*time.Timer{},
 		armed:    map[string]time.Time{},
-		reclaims: map[string][]kvlimits.Lease{},
+		reclaims: map[string][]reclaimReq{},
 		wake:     make(chan struct{}, 1),
 	}
 }
@@ -99,18 +100,28 @@ func (p *promoter) kick(e kvlimits.Entry) {
 	}
 }
 
+// reclaimReq is a slot to reclaim: the activation of a job with a token.
+// ended says the activation is over for certain (the job left active with
+// a compare-and-swap that landed, or never was active with that token), so
+// the slot is released without reading the job.
+type reclaimReq struct {
+	lease kvlimits.Lease
+	ended bool
+}
+
 // reclaimLater queues the slot of an activation of jobID (token) to be
-// released in a second unless the job is active with it by then.
-func (p *promoter) reclaimLater(e kvlimits.Entry, jobID, token string) {
-	p.s.log.Debug("limit reclaim queued", "limit", e.Name(), "job", jobID, "token", token)
+// released in a second: at once if ended, otherwise unless the job is
+// active with it by then.
+func (p *promoter) reclaimLater(e kvlimits.Entry, jobID, token string, ended bool) {
+	p.s.log.Debug("limit reclaim queued", "limit", e.Name(), "job", jobID, "token", token, "ended", ended)
 	p.mu.Lock()
-	p.reclaims[e.Name()] = append(p.reclaims[e.Name()], kvlimits.Lease{JobID: jobID, Token: token})
+	p.reclaims[e.Name()] = append(p.reclaims[e.Name()], reclaimReq{lease: kvlimits.Lease{JobID: jobID, Token: token}, ended: ended})
 	p.mu.Unlock()
 	p.at(e, p.s.now().Add(time.Second))
 }
 
 // takeReclaims returns and forgets the pending reclaims of an entry.
-func (p *promoter) takeReclaims(e kvlimits.Entry) []kvlimits.Lease {
+func (p *promoter) takeReclaims(e kvlimits.Entry) []reclaimReq {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	ls := p.reclaims[e.Name()]
@@ -352,20 +363,31 @@ func (s *Service) promote(ctx context.Context, e kvlimits.Entry) error {
 	return nil
 }
 
-// reclaim releases the slots of ls whose job is not active with them; on
-// a failure the rest are queued again.
-func (s *Service) reclaim(ctx context.Context, e kvlimits.Entry, ls []kvlimits.Lease) error {
+// reclaim releases the slots of rs whose activation is over: those known
+// to be, and those whose job is not active with them; on a failure the
+// rest are queued again.
+//
+// A slot whose release failed is released without reading its job: on a
+// cluster the read may come from a replica still behind, showing the job
+// active from the very activation whose end failed to release it, and the
+// slot would never be freed.
+func (s *Service) reclaim(ctx context.Context, e kvlimits.Entry, rs []reclaimReq) error {
 	var free []kvlimits.Lease
-	for i, l := range ls {
-		j, _, err := s.store.Get(ctx, l.JobID)
-		if err != nil && !isNotFound(err) {
-			for _, r := range ls[i:] {
-				s.promoter.reclaimLater(e, r.JobID, r.Token)
+	for i, r := range rs {
+		l := r.lease
+		if !r.ended {
+			j, _, err := s.store.Get(ctx, l.JobID)
+			if err != nil && !isNotFound(err) {
+				for _, r := range rs[i:] {
+					s.promoter.reclaimLater(e, r.lease.JobID, r.lease.Token, r.ended)
+				}
+				return err
 			}
-			return err
-		}
-		if err == nil && j.State == ojs.StateActive && j.Internal.Token == l.Token {
-			continue // the job did start with it: its own release frees it
+			if err == nil && j.State == ojs.StateActive && j.Internal.Token == l.Token {
+				// The job did start with it: its own release frees it.
+				s.log.Debug("limit reclaim kept", "limit", e.Name(), "job", l.JobID, "token", l.Token)
+				continue
+			}
 		}
 		free = append(free, l)
 	}
@@ -386,7 +408,7 @@ func (s *Service) reclaim(ctx context.Context, e kvlimits.Entry, ls []kvlimits.L
 	}
 	if err != nil {
 		for _, l := range free {
-			s.promoter.reclaimLater(e, l.JobID, l.Token)
+			s.promoter.reclaimLater(e, l.JobID, l.Token, true)
 		}
 	}
 	return err

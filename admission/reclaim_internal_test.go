@@ -1,0 +1,80 @@
+package admission
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jetgate/jetgate/admission/ojs"
+	"github.com/jetgate/jetgate/jetstream/natstest"
+	"github.com/jetgate/jetgate/jetstream/topology"
+	"github.com/jetgate/jetgate/kvlimits"
+)
+
+// A slot whose release failed (a node was away) is reclaimed without
+// reading its job: the activation is over for certain. On a cluster the
+// read may come from a replica still behind, showing the job active from
+// that very activation, and the slot was kept for good: the cluster
+// property run once ended with a concurrency slot held after every job
+// completed (RL-001 counts only running jobs). A slot whose activation may
+// have happened (a claim's lost answer) is still kept while the job is
+// active with it.
+func TestReclaimOfEndedActivationSkipsTheRead_RL001(t *testing.T) {
+	t.Parallel()
+	s := natstest.RunServer(t)
+	nc, js := natstest.Connect(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	assets, err := topology.Ensure(ctx, js, topology.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := New(nc, js, assets, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Stop()
+
+	job, err := ojs.ParseJob([]byte(`{"type":"rl.test","args":[],"queue":"rq","rate_limit":{"key":"k","concurrency":2}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Enqueue(ctx, job); err != nil {
+		t.Fatal(err)
+	}
+	got, err := svc.Fetch(ctx, ojs.FetchRequest{Queues: []string{"rq"}, WorkerID: "w"})
+	if err != nil || len(got) != 1 {
+		t.Fatalf("fetch: %v, %d jobs", err, len(got))
+	}
+	active := got[0]
+	e := kvlimits.KeyEntry("k")
+	held := func() int {
+		st, err := svc.limits.Get(ctx, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(st.Active)
+	}
+	if n := held(); n != 1 {
+		t.Fatalf("%d slots held by the running job, want 1", n)
+	}
+	lease := kvlimits.Lease{JobID: active.ID, Token: active.Internal.Token}
+
+	if err := svc.reclaim(ctx, e, []reclaimReq{{lease: lease}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := held(); n != 1 {
+		t.Fatalf("a possible activation of a running job was reclaimed: %d slots held, want 1", n)
+	}
+	// The record still says active with the token, as a replica behind
+	// the job's end would.
+	if err := svc.reclaim(ctx, e, []reclaimReq{{lease: lease, ended: true}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := held(); n != 0 {
+		t.Fatalf("the slot of an ended activation is still held (%d slots)", n)
+	}
+}
