@@ -2,6 +2,7 @@ package admission
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -371,21 +372,29 @@ func (s *Service) promote(ctx context.Context, e kvlimits.Entry) error {
 // cluster the read may come from a replica still behind, showing the job
 // active from the very activation whose end failed to release it, and the
 // slot would never be freed.
+//
+// A slot whose activation may yet land (a claim whose write had no
+// answer) is released only once the job is fenced: its record is written
+// again as read, so a claim write still on its way, which expects the
+// revision read, can no longer land and make the job active without its
+// slot (RL-001: never over the limit). If the fence loses, the record
+// changed (or the read was behind): the job is read again next round.
 func (s *Service) reclaim(ctx context.Context, e kvlimits.Entry, rs []reclaimReq) error {
 	var free []kvlimits.Lease
 	for i, r := range rs {
 		l := r.lease
 		if !r.ended {
-			j, _, err := s.store.Get(ctx, l.JobID)
-			if err != nil && !isNotFound(err) {
+			fenced, again, err := s.fenceActivation(ctx, l)
+			if err != nil {
 				for _, r := range rs[i:] {
 					s.promoter.reclaimLater(e, r.lease.JobID, r.lease.Token, r.ended)
 				}
 				return err
 			}
-			if err == nil && j.State == ojs.StateActive && j.Internal.Token == l.Token {
-				// The job did start with it: its own release frees it.
-				s.log.Debug("limit reclaim kept", "limit", e.Name(), "job", l.JobID, "token", l.Token)
+			if again {
+				s.promoter.reclaimLater(e, l.JobID, l.Token, false)
+			}
+			if !fenced {
 				continue
 			}
 		}
@@ -412,6 +421,39 @@ func (s *Service) reclaim(ctx context.Context, e kvlimits.Entry, rs []reclaimReq
 		}
 	}
 	return err
+}
+
+// fenceActivation makes sure job l.JobID is not and will not become active
+// with token l.Token (fenced). It is not fenced if the job is active with
+// it (its own release frees the slot), or if the record changed under the
+// fence (again: read it once more later).
+func (s *Service) fenceActivation(ctx context.Context, l kvlimits.Lease) (fenced, again bool, err error) {
+	j, rev, err := s.store.Get(ctx, l.JobID)
+	switch {
+	case isNotFound(err):
+		return true, false, nil
+	case err != nil:
+		return false, false, err
+	case j.State == ojs.StateActive && j.Internal.Token == l.Token:
+		s.log.Debug("limit reclaim kept", "job", l.JobID, "token", l.Token)
+		return false, false, nil
+	case j.State.Terminal():
+		// A claim's write expects a revision at which the job was
+		// available, older than this one: it cannot land. (Rewriting a
+		// finished record would also drop its retention TTL.)
+		return true, false, nil
+	}
+	nrev, err := s.store.Update(ctx, j, rev)
+	s.records.drop(l.JobID)
+	if errors.Is(err, jobstore.ErrConflict) {
+		s.log.Debug("limit reclaim fence lost", "job", l.JobID, "token", l.Token, "rev", rev)
+		return false, true, nil
+	}
+	if err != nil {
+		return false, false, err
+	}
+	s.log.Debug("limit reclaim fenced", "job", l.JobID, "token", l.Token, "rev", nrev)
+	return true, false, nil
 }
 
 // onLimitTimer handles a fired limit timer: the entry's leases are

@@ -2,10 +2,12 @@ package admission
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/jetgate/jetgate/admission/ojs"
+	"github.com/jetgate/jetgate/jetstream/jobstore"
 	"github.com/jetgate/jetgate/jetstream/natstest"
 	"github.com/jetgate/jetgate/jetstream/topology"
 	"github.com/jetgate/jetgate/kvlimits"
@@ -18,8 +20,8 @@ import (
 // property run once ended with a concurrency slot held after every job
 // completed (RL-001 counts only running jobs). A slot whose activation may
 // have happened (a claim's lost answer) is still kept while the job is
-// active with it.
-func TestReclaimOfEndedActivationSkipsTheRead_RL001(t *testing.T) {
+// active with it, and freed only once the job is fenced otherwise.
+func TestReclaimFreesEndedSlotsAndFencesLostClaims_RL001(t *testing.T) {
 	t.Parallel()
 	s := natstest.RunServer(t)
 	nc, js := natstest.Connect(t, s)
@@ -76,5 +78,42 @@ func TestReclaimOfEndedActivationSkipsTheRead_RL001(t *testing.T) {
 	}
 	if n := held(); n != 0 {
 		t.Fatalf("the slot of an ended activation is still held (%d slots)", n)
+	}
+
+	// A claim whose write had no answer, and did not land (yet): the job
+	// is available, its slot held. The reclaim frees the slot only after
+	// fencing the record, so the write can no longer land late and make
+	// the job active without its slot (RL-001).
+	job2, err := ojs.ParseJob([]byte(`{"type":"rl.test","args":[2],"queue":"rq","rate_limit":{"key":"k","concurrency":2}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Enqueue(ctx, job2); err != nil {
+		t.Fatal(err)
+	}
+	got, err = svc.Fetch(ctx, ojs.FetchRequest{Queues: []string{"rq"}, WorkerID: "w"})
+	if err != nil || len(got) != 1 {
+		t.Fatalf("fetch: %v, %d jobs", err, len(got))
+	}
+	claimed := got[0]
+	_, rev, err := svc.store.Get(ctx, claimed.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	avail := claimed.Clone()
+	avail.State, avail.Attempt, avail.StartedAt, avail.Internal.Token = ojs.StateAvailable, 0, nil, "t-ready"
+	availRev, err := svc.store.Update(ctx, avail, rev) // as if the claim's write never landed
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost := kvlimits.Lease{JobID: claimed.ID, Token: claimed.Internal.Token}
+	if err := svc.reclaim(ctx, e, []reclaimReq{{lease: lost}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := held(); n != 0 {
+		t.Fatalf("the slot of a claim that did not land is still held (%d slots)", n)
+	}
+	if _, err := svc.store.Update(ctx, claimed, availRev); !errors.Is(err, jobstore.ErrConflict) {
+		t.Fatalf("the late claim write landed after its slot was reclaimed (err %v): the job runs without its slot", err)
 	}
 }
