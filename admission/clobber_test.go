@@ -29,11 +29,8 @@ import (
 // message would be) after the first instance's claim.
 func TestLosingClaimLeavesWinnersLease_Timeouts55(t *testing.T) {
 	t.Parallel()
-	s := natstest.RunServer(t)
-	_, jsA := natstest.Connect(t, s)
-	_, jsB := natstest.Connect(t, s)
-	a := setupOn(t, nil, jsA)
-	b := setupOn(t, nil, jsB)
+	a, b := twoInstances(t, admission.Config{})
+	jsA, jsB := a.js, b.js
 	ctx := testCtx(t)
 
 	j := enqueue(t, b, `{"type":"t.a","args":[],"queue":"clobber","retry":{"max_attempts":3,"initial_interval":"PT0.1S","jitter":false}}`)
@@ -78,11 +75,8 @@ func TestLosingClaimLeavesWinnersLease_Timeouts55(t *testing.T) {
 // ends (ojs-retry.md; DESIGN invariant 5).
 func TestLosingNackLeavesWinnersRetry(t *testing.T) {
 	t.Parallel()
-	s := natstest.RunServer(t)
-	_, jsA := natstest.Connect(t, s)
-	_, jsB := natstest.Connect(t, s)
-	a := setupOn(t, nil, jsA)
-	b := setupOn(t, nil, jsB)
+	a, b := twoInstances(t, admission.Config{})
+	jsA := a.js
 	ctx := testCtx(t)
 
 	j := enqueue(t, a, `{"type":"t.a","args":[],"queue":"clobber-due","retry":{"max_attempts":3,"initial_interval":"PT1S","jitter":false}}`)
@@ -133,14 +127,11 @@ func TestLosingNackLeavesWinnersRetry(t *testing.T) {
 // written, and a process that died then left the job active forever.
 func TestEarlierAttemptKeepsNextAttemptsBackstop(t *testing.T) {
 	t.Parallel()
-	s := natstest.RunServer(t)
 	// Lease deferral 2 s, retry backoff 1 s: the second claim comes while
 	// the first claim's write is pending.
 	cfg := admission.Config{DefaultHeartbeatTimeout: 6 * time.Second, ClaimAckWait: 6 * time.Second}
-	_, jsA := natstest.Connect(t, s)
-	_, jsB := natstest.Connect(t, s)
-	a := setupCfg(t, jsA, cfg)
-	b := setupCfg(t, jsB, cfg)
+	a, b := twoInstances(t, cfg)
+	jsA := a.js
 	ctx := testCtx(t)
 
 	j := enqueue(t, a, `{"type":"t.a","args":[],"queue":"backstop","retry":{"max_attempts":5,"initial_interval":"PT1S","jitter":false}}`)
@@ -177,4 +168,14 @@ func TestEarlierAttemptKeepsNextAttemptsBackstop(t *testing.T) {
 	if back.ID != j.ID || back.Attempt != 3 || back.Error == nil || back.Error.Type != "stalled" {
 		t.Fatalf("job of the dead process came back as %s attempt %d error %+v", back.ID, back.Attempt, back.Error)
 	}
+}
+
+// twoInstances starts two jetgate instances with cfg on one server, each
+// on its own connection.
+func twoInstances(t *testing.T, cfg admission.Config) (a, b bundle) {
+	t.Helper()
+	s := natstest.RunServer(t)
+	_, jsA := natstest.Connect(t, s)
+	_, jsB := natstest.Connect(t, s)
+	return setupCfg(t, jsA, cfg), setupCfg(t, jsB, cfg)
 }
