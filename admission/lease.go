@@ -68,16 +68,20 @@ func (d *deferredLeases) add(id string, after time.Duration, f func()) {
 		d.wg.Done()
 	}
 	d.wg.Add(1)
-	d.timers[id] = time.AfterFunc(after, func() {
+	var t *time.Timer
+	t = time.AfterFunc(after, func() {
 		defer d.wg.Done()
 		d.mu.Lock()
-		delete(d.timers, id)
+		if d.timers[id] == t { // not a later attempt's write
+			delete(d.timers, id)
+		}
 		stopped := d.stopped
 		d.mu.Unlock()
 		if !stopped {
 			f()
 		}
 	})
+	d.timers[id] = t
 }
 
 // cancel drops the pending write of id, if this process has one.
