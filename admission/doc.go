@@ -11,7 +11,10 @@
 // Every transition follows jobstore's rule: take a new token, publish the
 // messages the new state relies on (ready message, timer, dead-letter
 // index), then compare-and-swap the record. A lost race re-reads the record
-// and decides again.
+// and decides again. A job has one timer of each kind, so the loser of a
+// race may have replaced the winner's timer with its own: a timer that
+// fires stale therefore makes sure the record's own timer is there
+// (restoreTimer).
 //
 // Priority ordering is exact within a queue: each priority level of a queue
 // has its own subject and durable consumer, and a fetch asks the ready
