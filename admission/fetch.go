@@ -407,7 +407,7 @@ func (s *Service) claim(ctx context.Context, msg jetstream.Msg, req ojs.FetchReq
 			// unless the job turns out active with them.
 			for _, h := range held {
 				if h.grant.Leased {
-					s.promoter.reclaimLater(h.entry, h.grant.JobID, h.grant.Token(), false)
+					s.promoter.reclaimLater(h.entry, h.grant.JobID, h.grant.Token(), reclaimClaimed)
 				}
 			}
 		} else {

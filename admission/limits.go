@@ -127,7 +127,7 @@ func (s *Service) acquireLimits(ctx context.Context, nj *ojs.Job, checks []limit
 			// The start may have been written all the same (a lost
 			// answer): the job will not become active from this claim, so
 			// its slot is reclaimed shortly.
-			s.promoter.reclaimLater(c.entry, nj.ID, nj.Internal.Token, true)
+			s.promoter.reclaimLater(c.entry, nj.ID, nj.Internal.Token, reclaimEnded)
 			s.undoStarts(ctx, held)
 			return nil, nil, err
 		}
@@ -190,7 +190,7 @@ func (s *Service) undoStarts(ctx context.Context, held []heldStart) {
 			// reclaimed shortly; a window or throttle start left counted
 			// only admits less.
 			s.log.Warn("rate limit start not taken back yet", "limit", h.entry, "job", h.grant.JobID, "error", err)
-			s.promoter.reclaimLater(h.entry, h.grant.JobID, h.grant.Token(), true)
+			s.promoter.reclaimLater(h.entry, h.grant.JobID, h.grant.Token(), reclaimEnded)
 		}
 		s.promoter.kick(h.entry)
 	}
@@ -235,7 +235,7 @@ func (s *Service) releaseLimitsNow(ctx context.Context, old *ojs.Job) {
 		s.log.Debug("limit released", "limit", name, "job", old.ID, "token", old.Internal.Token, "held", held, "outcome", outcome(err))
 		if err != nil {
 			s.log.Warn("rate limit slot not released yet; retrying", "limit", e, "job", old.ID, "error", err)
-			s.promoter.reclaimLater(e, old.ID, old.Internal.Token, true)
+			s.promoter.reclaimLater(e, old.ID, old.Internal.Token, reclaimEnded)
 			continue
 		}
 		if waiting {

@@ -101,22 +101,39 @@ func (p *promoter) kick(e kvlimits.Entry) {
 	}
 }
 
+// reclaimKind says what is known of the activation whose slot is
+// reclaimed.
+type reclaimKind int
+
+const (
+	// reclaimEnded: the activation is over for certain (the job left
+	// active with a compare-and-swap that landed, or never was active
+	// with that token): the slot is released without reading the job.
+	reclaimEnded reclaimKind = iota
+	// reclaimClaimed: a claim's write got no answer; the job may be
+	// active with the token. Released once the job is fenced otherwise
+	// (fenceActivation); kept if the job is active with it.
+	reclaimClaimed
+	// reclaimLeaving: a write taking the job out of active got no
+	// answer; it may have landed. Released once the job reads as not
+	// active with the token (the activation can never come back); while
+	// it reads active with it, looked at again later, since the read may
+	// come from a replica behind the write.
+	reclaimLeaving
+)
+
 // reclaimReq is a slot to reclaim: the activation of a job with a token.
-// ended says the activation is over for certain (the job left active with
-// a compare-and-swap that landed, or never was active with that token), so
-// the slot is released without reading the job.
 type reclaimReq struct {
 	lease kvlimits.Lease
-	ended bool
+	kind  reclaimKind
 }
 
 // reclaimLater queues the slot of an activation of jobID (token) to be
-// released in a second: at once if ended, otherwise unless the job is
-// active with it by then.
-func (p *promoter) reclaimLater(e kvlimits.Entry, jobID, token string, ended bool) {
-	p.s.log.Debug("limit reclaim queued", "limit", e.Name(), "job", jobID, "token", token, "ended", ended)
+// looked at in a second (reclaim).
+func (p *promoter) reclaimLater(e kvlimits.Entry, jobID, token string, kind reclaimKind) {
+	p.s.log.Debug("limit reclaim queued", "limit", e.Name(), "job", jobID, "token", token, "kind", int(kind))
 	p.mu.Lock()
-	p.reclaims[e.Name()] = append(p.reclaims[e.Name()], reclaimReq{lease: kvlimits.Lease{JobID: jobID, Token: token}, ended: ended})
+	p.reclaims[e.Name()] = append(p.reclaims[e.Name()], reclaimReq{lease: kvlimits.Lease{JobID: jobID, Token: token}, kind: kind})
 	p.mu.Unlock()
 	p.at(e, p.s.now().Add(time.Second))
 }
@@ -383,22 +400,29 @@ func (s *Service) reclaim(ctx context.Context, e kvlimits.Entry, rs []reclaimReq
 	var free []kvlimits.Lease
 	for i, r := range rs {
 		l := r.lease
-		if !r.ended {
-			fenced, again, err := s.fenceActivation(ctx, l)
-			if err != nil {
-				for _, r := range rs[i:] {
-					s.promoter.reclaimLater(e, r.lease.JobID, r.lease.Token, r.ended)
-				}
-				return err
-			}
-			if again {
-				s.promoter.reclaimLater(e, l.JobID, l.Token, false)
-			}
-			if !fenced {
-				continue
-			}
+		var done, again bool
+		var err error
+		switch r.kind {
+		case reclaimEnded:
+			done = true
+		case reclaimClaimed:
+			done, again, err = s.fenceActivation(ctx, l)
+		case reclaimLeaving:
+			done, err = s.activationLeft(ctx, l)
+			again = err == nil && !done
 		}
-		free = append(free, l)
+		if err != nil {
+			for _, r := range rs[i:] {
+				s.promoter.reclaimLater(e, r.lease.JobID, r.lease.Token, r.kind)
+			}
+			return err
+		}
+		if again {
+			s.promoter.reclaimLater(e, l.JobID, l.Token, r.kind)
+		}
+		if done {
+			free = append(free, l)
+		}
 	}
 	if len(free) == 0 {
 		return nil
@@ -417,10 +441,23 @@ func (s *Service) reclaim(ctx context.Context, e kvlimits.Entry, rs []reclaimReq
 	}
 	if err != nil {
 		for _, l := range free {
-			s.promoter.reclaimLater(e, l.JobID, l.Token, true)
+			s.promoter.reclaimLater(e, l.JobID, l.Token, reclaimEnded)
 		}
 	}
 	return err
+}
+
+// activationLeft reports whether job l.JobID reads as no longer active
+// with token l.Token.
+func (s *Service) activationLeft(ctx context.Context, l kvlimits.Lease) (bool, error) {
+	j, _, err := s.store.Get(ctx, l.JobID)
+	switch {
+	case isNotFound(err):
+		return true, nil
+	case err != nil:
+		return false, err
+	}
+	return j.State != ojs.StateActive || j.Internal.Token != l.Token, nil
 }
 
 // fenceActivation makes sure job l.JobID is not and will not become active

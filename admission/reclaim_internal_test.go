@@ -20,7 +20,9 @@ import (
 // property run once ended with a concurrency slot held after every job
 // completed (RL-001 counts only running jobs). A slot whose activation may
 // have happened (a claim's lost answer) is still kept while the job is
-// active with it, and freed only once the job is fenced otherwise.
+// active with it, and freed only once the job is fenced otherwise; a slot
+// whose activation may have ended (a lost answer to the write ending it)
+// is freed once the job reads as left, and looked at again until then.
 func TestReclaimFreesEndedSlotsAndFencesLostClaims_RL001(t *testing.T) {
 	t.Parallel()
 	s := natstest.RunServer(t)
@@ -65,15 +67,27 @@ func TestReclaimFreesEndedSlotsAndFencesLostClaims_RL001(t *testing.T) {
 	}
 	lease := kvlimits.Lease{JobID: active.ID, Token: active.Internal.Token}
 
-	if err := svc.reclaim(ctx, e, []reclaimReq{{lease: lease}}); err != nil {
+	if err := svc.reclaim(ctx, e, []reclaimReq{{lease: lease, kind: reclaimClaimed}}); err != nil {
 		t.Fatal(err)
 	}
 	if n := held(); n != 1 {
 		t.Fatalf("a possible activation of a running job was reclaimed: %d slots held, want 1", n)
 	}
+	// A write ending the attempt got no answer, and the job still reads
+	// active with the token (the write failed, or the read is behind it):
+	// the slot stays, and the reclaim is looked at again later.
+	if err := svc.reclaim(ctx, e, []reclaimReq{{lease: lease, kind: reclaimLeaving}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := held(); n != 1 {
+		t.Fatalf("the slot of a job that reads active was reclaimed: %d slots held, want 1", n)
+	}
+	if again := svc.promoter.takeReclaims(e); len(again) != 1 || again[0].kind != reclaimLeaving {
+		t.Fatalf("the leaving reclaim was not queued again: %+v", again)
+	}
 	// The record still says active with the token, as a replica behind
 	// the job's end would.
-	if err := svc.reclaim(ctx, e, []reclaimReq{{lease: lease, ended: true}}); err != nil {
+	if err := svc.reclaim(ctx, e, []reclaimReq{{lease: lease, kind: reclaimEnded}}); err != nil {
 		t.Fatal(err)
 	}
 	if n := held(); n != 0 {
@@ -107,7 +121,7 @@ func TestReclaimFreesEndedSlotsAndFencesLostClaims_RL001(t *testing.T) {
 		t.Fatal(err)
 	}
 	lost := kvlimits.Lease{JobID: claimed.ID, Token: claimed.Internal.Token}
-	if err := svc.reclaim(ctx, e, []reclaimReq{{lease: lost}}); err != nil {
+	if err := svc.reclaim(ctx, e, []reclaimReq{{lease: lost, kind: reclaimClaimed}}); err != nil {
 		t.Fatal(err)
 	}
 	if n := held(); n != 0 {
@@ -115,5 +129,23 @@ func TestReclaimFreesEndedSlotsAndFencesLostClaims_RL001(t *testing.T) {
 	}
 	if _, err := svc.store.Update(ctx, claimed, availRev); !errors.Is(err, jobstore.ErrConflict) {
 		t.Fatalf("the late claim write landed after its slot was reclaimed (err %v): the job runs without its slot", err)
+	}
+
+	// An ack whose answer was lost: the job left active, and a leaving
+	// reclaim frees the slot the ack's caller never released.
+	if _, err := svc.Ack(ctx, ojs.AckRequest{JobID: active.ID}); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.limits.Update(ctx, e, func(st *kvlimits.State) bool {
+		st.Active[kvlimits.LeaseKey(active.ID, active.Internal.Token)] = kvlimits.Lease{JobID: active.ID, Token: active.Internal.Token}
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.reclaim(ctx, e, []reclaimReq{{lease: lease, kind: reclaimLeaving}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := held(); n != 0 {
+		t.Fatalf("the slot of an attempt that left active is still held (%d slots)", n)
 	}
 }

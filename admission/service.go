@@ -295,6 +295,10 @@ func (s *Service) transition(ctx context.Context, id string, apply applyFunc) (n
 				fresh = true
 				continue
 			}
+			s.records.drop(id)
+			if errors.Is(err, ojs.ErrUnavailable) {
+				s.unanswered(old, nj)
+			}
 			return nil, old, err
 		}
 		s.records.put(nj, nrev)
@@ -303,6 +307,23 @@ func (s *Service) transition(ctx context.Context, id string, apply applyFunc) (n
 		return nj, old, nil
 	}
 	return nil, nil, fmt.Errorf("%w: job %s kept changing under %d attempts", ojs.ErrConflict, id, maxCASRetries)
+}
+
+// unanswered handles a write of nj over old that got no answer: it may
+// have landed. If it took the job out of active, the slots the attempt
+// held are reclaimed once the job reads as left (reclaimLeaving): the
+// caller returns an error and does not release them, and a retry of the
+// operation finds the job moved on (the cluster property run once ended
+// with such a slot held).
+func (s *Service) unanswered(old, nj *ojs.Job) {
+	if old.State != ojs.StateActive || nj.State == ojs.StateActive {
+		return
+	}
+	for _, name := range old.Internal.Limits {
+		if e, ok := kvlimits.ParseEntry(name); ok {
+			s.promoter.reclaimLater(e, old.ID, old.Internal.Token, reclaimLeaving)
+		}
+	}
 }
 
 // write compare-and-swaps a record; finished jobs get their retention TTL.
