@@ -137,6 +137,9 @@ func TestReclaimFreesEndedSlotsAndFencesLostClaims_RL001(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := svc.limits.Update(ctx, e, func(st *kvlimits.State) bool {
+		if st.Active == nil {
+			st.Active = map[string]kvlimits.Lease{}
+		}
 		st.Active[kvlimits.LeaseKey(active.ID, active.Internal.Token)] = kvlimits.Lease{JobID: active.ID, Token: active.Internal.Token}
 		return true
 	}); err != nil {
