@@ -141,7 +141,7 @@ func (s *Service) secureLease(ctx context.Context, id, token, held string) error
 	secure := j.State == ojs.StateActive && j.Internal.Token == token && j.StartedAt != nil
 	if secure {
 		at, kv := s.firstLease(j)
-		if err := s.store.EnsureTimer(ctx, topology.TimerLease, id, token, at, kv...); err != nil {
+		if _, err := s.store.EnsureTimer(ctx, topology.TimerLease, id, token, at, kv...); err != nil {
 			return err
 		}
 	}
@@ -178,7 +178,7 @@ func (s *Service) redelivered(ctx context.Context, j *ojs.Job, msg jetstream.Msg
 	s.log.Debug("held message redelivered", "job", j.ID, "token", j.Internal.Token)
 	if j.StartedAt != nil {
 		at, kv := s.firstLease(j)
-		if err := s.store.EnsureTimer(ctx, topology.TimerLease, j.ID, j.Internal.Token, at, kv...); err != nil {
+		if _, err := s.store.EnsureTimer(ctx, topology.TimerLease, j.ID, j.Internal.Token, at, kv...); err != nil {
 			return err
 		}
 	}

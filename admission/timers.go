@@ -117,6 +117,8 @@ func (s *Service) restoreTimer(ctx context.Context, kind string, ref jobstore.Ms
 	if j.Internal.Token == ref.Token {
 		return nil
 	}
+	var at time.Time
+	var kv []string
 	switch {
 	case kind == topology.TimerLease && j.State == ojs.StateActive && j.StartedAt != nil:
 		c := s.attemptOf(j)
@@ -124,17 +126,20 @@ func (s *Service) restoreTimer(ctx context.Context, kind string, ref jobstore.Ms
 		if lr := readLease(h); lr.lastBeat.After(last) {
 			last = lr.lastBeat
 		}
-		at, lk := c.next(last, c.beat, s.now())
-		s.log.Debug("lease restored", "job", j.ID, "token", j.Internal.Token, "stale_token", ref.Token, "at", at)
-		return s.store.EnsureTimer(ctx, topology.TimerLease, j.ID, j.Internal.Token, at, leaseHeaders(lk, last, c.beat)...)
+		var lk string
+		at, lk = c.next(last, c.beat, s.now())
+		kv = leaseHeaders(lk, last, c.beat)
 	case kind == topology.TimerDue && j.State == ojs.StateScheduled && j.ScheduledAt != nil:
-		s.log.Debug("due timer restored", "job", j.ID, "token", j.Internal.Token, "stale_token", ref.Token)
-		return s.store.EnsureTimer(ctx, topology.TimerDue, j.ID, j.Internal.Token, j.ScheduledAt.Time)
+		at = j.ScheduledAt.Time
 	case kind == topology.TimerDue && j.State == ojs.StateRetryable && j.NextAttemptAt != nil:
-		s.log.Debug("due timer restored", "job", j.ID, "token", j.Internal.Token, "stale_token", ref.Token)
-		return s.store.EnsureTimer(ctx, topology.TimerDue, j.ID, j.Internal.Token, j.NextAttemptAt.Time)
+		at = j.NextAttemptAt.Time
+	default:
+		return nil
 	}
-	return nil
+	wrote, err := s.store.EnsureTimer(ctx, kind, j.ID, j.Internal.Token, at, kv...)
+	s.log.Debug("timer ensured after a stale one", "kind", kind, "job", j.ID, "token", j.Internal.Token,
+		"stale_token", ref.Token, "at", at, "restored", wrote, "outcome", outcome(err))
+	return err
 }
 
 // errStale marks a ready message or timer whose job moved on; it is acked

@@ -237,10 +237,11 @@ func (s *Store) AckHeld(reply string) {
 }
 
 // EnsureTimer schedules a timer like SetTimer unless one carrying token is
-// already scheduled for the job (a heartbeat may have pushed it later).
+// already scheduled for the job (a heartbeat may have pushed it later),
+// and reports whether it wrote one.
 // The check and the write are one compare-and-swap on the schedule
 // subject's last sequence.
-func (s *Store) EnsureTimer(ctx context.Context, kind, id, token string, at time.Time, kv ...string) error {
+func (s *Store) EnsureTimer(ctx context.Context, kind, id, token string, at time.Time, kv ...string) (wrote bool, err error) {
 	subj := topology.TimerSchedule(kind, id)
 	for range 4 {
 		var last uint64
@@ -248,24 +249,24 @@ func (s *Store) EnsureTimer(ctx context.Context, kind, id, token string, at time
 		switch {
 		case err == nil:
 			if m.Header.Get(HeaderToken) == token {
-				return nil
+				return false, nil
 			}
 			last = m.Sequence
 		case errors.Is(err, jetstream.ErrMsgNotFound):
 		default:
-			return fmt.Errorf("read %s timer of %s: %w", kind, id, Unavailable(err))
+			return false, fmt.Errorf("read %s timer of %s: %w", kind, id, Unavailable(err))
 		}
 		msg := timerMsg(kind, id, token, at, kv...)
 		msg.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(last, 10))
 		_, err = s.js.PublishMsg(ctx, msg)
 		if err == nil {
-			return nil
+			return true, nil
 		}
 		if !wrongLastSeq(err) {
-			return fmt.Errorf("set %s timer of %s: %w", kind, id, Unavailable(err))
+			return false, fmt.Errorf("set %s timer of %s: %w", kind, id, Unavailable(err))
 		}
 	}
-	return fmt.Errorf("set %s timer of %s: %w", kind, id, ErrConflict)
+	return false, fmt.Errorf("set %s timer of %s: %w", kind, id, ErrConflict)
 }
 
 // MsgRef is the job a ready message or timer points at.
