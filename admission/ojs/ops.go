@@ -43,8 +43,10 @@ type AckRequest struct {
 	Attempt int
 }
 
-// AckResult is the answer to an ACK.
+// AckResult is the answer to an ACK. ID repeats JobID: the official
+// clients read "id", the binding's example shows "job_id".
 type AckResult struct {
+	ID          string `json:"id"`
 	JobID       string `json:"job_id"`
 	State       State  `json:"state"`
 	CompletedAt *Time  `json:"completed_at"`
@@ -58,13 +60,17 @@ type NackRequest struct {
 	Attempt  int // as in AckRequest
 }
 
-// NackResult is the answer to a FAIL.
+// NackResult is the answer to a FAIL. ID repeats JobID as in AckResult.
+// RetryDelayMs, set when the job is retryable, is how many milliseconds
+// remain until the retry is due (NextAttemptAt - now, at least 0).
 type NackResult struct {
+	ID            string `json:"id"`
 	JobID         string `json:"job_id"`
 	State         State  `json:"state"`
 	Attempt       int    `json:"attempt"`
 	MaxAttempts   int    `json:"max_attempts"`
 	NextAttemptAt *Time  `json:"next_attempt_at,omitempty"`
+	RetryDelayMs  *int64 `json:"retry_delay_ms,omitempty"`
 	DiscardedAt   *Time  `json:"discarded_at,omitempty"`
 }
 
