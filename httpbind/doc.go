@@ -26,9 +26,17 @@
 //     errors or sentinels answer a generic 500 and are logged.
 //
 // Choices where the specs are silent or disagree (each also noted at its code):
-//   - 409 state conflicts use code invalid_request, as the binding's examples
-//     do (9.4, 9.5, 10.2); ojs.ErrConflict (a lost compare-and-swap) is 409
-//     "conflict", retryable.
+//   - Error codes follow ojs-errors.md in the binding's vocabulary: malformed
+//     JSON and a job envelope that fails validation (enqueue, batch) are 400
+//     invalid_payload; any other bad request (query parameters, headers,
+//     fields of worker and admin bodies) is 400 invalid_request. A
+//     transition from the wrong state (ack of a job that is not active,
+//     cancel of a finished job) is 409 conflict, not retryable; a lost
+//     compare-and-swap (ojs.ErrConflict) is 409 conflict, retryable. A
+//     backpressure refusal is 429 QUEUE_FULL (ojs-backpressure.md 7.1, with
+//     queue, depth, bound and strategy beside code); rate limits keep 429
+//     rate_limited. Every 429 and 503 carries Retry-After (ERR-006).
+//   - Every error envelope carries "hint": one sentence saying what to do.
 //   - A path or body job id that is not a UUIDv7 cannot name a job: 404
 //     not_found without a backend call. Queue names in paths and filters are
 //     checked against the core pattern: 400 naming the field.

@@ -358,6 +358,10 @@ func (r response) wantError(t *testing.T, status int, code string, retryable boo
 	if msg, _ := e["message"].(string); msg == "" {
 		t.Errorf("error.message is empty")
 	}
+	// Every envelope says what to do: one sentence in "hint".
+	if h, _ := e["hint"].(string); h == "" || !strings.HasSuffix(h, ".") {
+		t.Errorf("error.hint = %q, want one sentence (%s)", e["hint"], r.raw)
+	}
 	if id := r.Header.Get("X-Request-Id"); id == "" || e["request_id"] != id {
 		t.Errorf("error.request_id = %v, header X-Request-Id = %q", e["request_id"], id)
 	}

@@ -1,7 +1,11 @@
 package app_test
 
 import (
+	"encoding/json"
+	"io"
 	"math"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -108,4 +112,95 @@ func TestHTTPPauseStopsDeliveryOnly(t *testing.T) {
 	if !seen[one["id"]] || len(seen) != 3 {
 		t.Fatalf("fetched after resume: %v", seen)
 	}
+}
+
+// wantErr asserts an error envelope over HTTP: status, code, and a hint
+// that is one sentence containing each of mention.
+func wantErr(t *testing.T, r resp, status int, code string, mention ...string) map[string]any {
+	t.Helper()
+	e := obj(r.body["error"])
+	if r.status != status || e["code"] != code {
+		t.Fatalf("status %d code %v, want %d %s: %s", r.status, e["code"], status, code, r.raw)
+	}
+	h, _ := e["hint"].(string)
+	if h == "" || !strings.HasSuffix(h, ".") {
+		t.Fatalf("hint %q is not a sentence: %s", h, r.raw)
+	}
+	for _, m := range mention {
+		if !strings.Contains(h, m) {
+			t.Fatalf("hint %q does not mention %q", h, m)
+		}
+	}
+	return e
+}
+
+// ojs-errors.md 4.1, 4.4, 5.1 and ojs-backpressure.md 7 in the binding's
+// envelope: malformed JSON and a bad envelope are 400 invalid_payload;
+// other bad requests 400 invalid_request; a wrong-state transition 409
+// conflict; a full queue 429 QUEUE_FULL with its headers; every envelope
+// has a hint.
+func TestHTTPErrorCodes(t *testing.T) {
+	t.Parallel()
+	s := startApp(t, app.Config{QueueMaxDepth: 1, QueueOverflow: "reject"})
+	c := client{t: t, base: s.URL()}
+
+	r := c.doRaw("POST", "/ojs/v1/jobs", `{"type": "a.b", "args": [}`, nil)
+	wantErr(t, r, 400, "invalid_payload")
+	r = c.do("POST", "/ojs/v1/jobs", map[string]any{"args": []any{}})
+	wantErr(t, r, 400, "invalid_payload", "'type'")
+	r = c.do("POST", "/ojs/v1/jobs/batch", map[string]any{"jobs": []any{map[string]any{"type": "a.b", "args": "x"}}})
+	wantErr(t, r, 400, "invalid_payload", "'jobs[0].args'")
+	r = c.do("POST", "/ojs/v1/workers/fetch", map[string]any{"queues": []string{"q"}, "count": -1})
+	wantErr(t, r, 400, "invalid_request", "'count'")
+	r = c.do("GET", "/ojs/v1/events?limit=x", nil)
+	wantErr(t, r, 400, "invalid_request", "'limit'")
+	r = c.do("GET", "/ojs/v1/jobs/019414d4-0000-7000-8000-000000000000", nil)
+	wantErr(t, r, 404, "not_found", "job id")
+
+	job := map[string]any{"type": "t.x", "args": []any{}, "options": map[string]any{"queue": "errs"}}
+	id := obj(c.must(201, "POST", "/ojs/v1/jobs", job)["job"])["id"].(string)
+	// 429 QUEUE_FULL keeps Retry-After and the X-OJS-Queue-* headers.
+	r = c.do("POST", "/ojs/v1/jobs", job)
+	e := wantErr(t, r, 429, "QUEUE_FULL", "Retry-After", "errs")
+	if e["retryable"] != true || e["queue"] != "errs" || e["bound"] != float64(1) || e["depth"] != float64(1) ||
+		r.header.Get("Retry-After") == "" || r.header.Get("X-OJS-Queue-Depth") != "1" || r.header.Get("X-OJS-Queue-Bound") != "1" {
+		t.Fatalf("queue full: %v %s", r.header, r.raw)
+	}
+	// 409 conflict: ack of a job that is not active; cancel of a finished job.
+	r = c.do("POST", "/ojs/v1/workers/ack", map[string]any{"job_id": id})
+	e = wantErr(t, r, 409, "conflict", id, "active")
+	if e["retryable"] != false || obj(e["details"])["current_state"] != "available" {
+		t.Fatalf("ack of an available job: %s", r.raw)
+	}
+	if j := fetchOne(c, "errs"); j == nil || j["id"] != id {
+		t.Fatalf("fetch: %v", j)
+	}
+	c.must(200, "POST", "/ojs/v1/workers/ack", map[string]any{"job_id": id})
+	r = c.do("DELETE", "/ojs/v1/jobs/"+id, nil)
+	wantErr(t, r, 409, "conflict", "completed")
+}
+
+// doRaw sends body as it is, with the given extra headers, and decodes the
+// JSON answer.
+func (c client) doRaw(method, path, body string, header map[string]string) resp {
+	c.t.Helper()
+	req, err := http.NewRequest(method, c.base+path, strings.NewReader(body))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/openjobspec+json")
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	r := resp{status: res.StatusCode, header: res.Header, raw: string(raw)}
+	if err := json.Unmarshal(raw, &r.body); err != nil {
+		c.t.Fatalf("%s %s: body is not a JSON object: %s", method, path, raw)
+	}
+	return r
 }
