@@ -282,5 +282,5 @@ func queueFull(e *ojs.QueueFullError) apiError {
 	return apiError{status: http.StatusTooManyRequests, code: ojs.CodeQueueFull, message: e.Error(),
 		retryable: true, details: d, header: h,
 		queueFull: &queueFullFields{Queue: e.Queue, Depth: e.Depth, Bound: bound, Strategy: e.Strategy},
-		hint: "Wait the Retry-After header's seconds and send the job again, or let workers drain queue '" + e.Queue + "' first."}
+		hint:      "Wait the Retry-After header's seconds and send the job again, or let workers drain queue '" + e.Queue + "' first."}
 }
