@@ -47,6 +47,8 @@ type fakeBackend struct {
 	dlPage  *ojs.JobPage
 	events  []ojs.Event
 	health  ojs.Health
+	// readiness is what Ready answers.
+	readiness ojs.Readiness
 }
 
 var _ Backend = (*fakeBackend)(nil)
@@ -227,6 +229,11 @@ func (f *fakeBackend) RecentEvents(_ context.Context, q ojs.EventQuery) ([]ojs.E
 func (f *fakeBackend) Health(context.Context) ojs.Health {
 	_ = f.record("Health")
 	return f.health
+}
+
+func (f *fakeBackend) Ready(context.Context) ojs.Readiness {
+	_ = f.record("Ready")
+	return f.readiness
 }
 
 // syncBuffer is a log sink safe for the server's goroutines.

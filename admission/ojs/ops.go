@@ -191,13 +191,33 @@ type Health struct {
 	Backend       HealthBackend `json:"backend"`
 }
 
-// HealthBackend describes the NATS connection.
+// Backend health statuses (HealthBackend.Status).
+const (
+	BackendOK        = "ok"        // JetStream answered promptly
+	BackendDegraded  = "degraded"  // JetStream answered, slowly
+	BackendUnhealthy = "unhealthy" // JetStream did not answer
+)
+
+// HealthBackend describes the NATS connection. LatencyMs is an integer:
+// the official Go SDK decodes it into an int.
 type HealthBackend struct {
-	Type      string  `json:"type"`
-	Status    string  `json:"status"`
-	LatencyMs float64 `json:"latency_ms"`
-	Error     string  `json:"error,omitempty"`
-	Server    string  `json:"server,omitempty"`
+	Type      string `json:"type"`
+	Status    string `json:"status"`
+	LatencyMs int64  `json:"latency_ms"`
+	Error     string `json:"error,omitempty"`
+	Server    string `json:"server,omitempty"`
+}
+
+// Readiness is GET /ready: whether this process can serve requests.
+type Readiness struct {
+	Ready bool `json:"-"`
+	// Status is "ok" when ready, else "unavailable".
+	Status string `json:"status"`
+	// Reason says why the process is not ready.
+	Reason string `json:"reason,omitempty"`
+	// Missing names the JetStream streams (a bucket B as "KV_B") that
+	// should exist and do not.
+	Missing []string `json:"missing,omitempty"`
 }
 
 // Event is an OJS event envelope (ojs-events.md 2.1).

@@ -1,15 +1,20 @@
 package app_test
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jetgate/jetgate/cmd/jetgate/app"
+	"github.com/jetgate/jetgate/jetstream/natstest"
+	"github.com/jetgate/jetgate/jetstream/topology"
 )
 
 // isInt reports whether a decoded JSON number is an integer, as the
@@ -203,4 +208,53 @@ func (c client) doRaw(method, path, body string, header map[string]string) resp 
 		c.t.Fatalf("%s %s: body is not a JSON object: %s", method, path, raw)
 	}
 	return r
+}
+
+// ojs-http-binding.md 8.1 as the official Go SDK decodes it: backend.status
+// is ok, degraded or unhealthy and backend.latency_ms an integer.
+// GET /health (liveness) and GET /ready (readiness) answer JSON with
+// "status" and echo the client's X-Request-ID; /ready answers 503 naming
+// what is missing once one of jetgate's buckets or streams is deleted.
+func TestHTTPHealthAndProbes(t *testing.T) {
+	t.Parallel()
+	s := startApp(t, app.Config{})
+	c := client{t: t, base: s.URL()}
+	h := c.do("GET", "/ojs/v1/health", nil)
+	if h.status != 200 || h.body["status"] != "ok" || obj(h.body["backend"])["status"] != "ok" ||
+		!regexp.MustCompile(`"latency_ms":\d+[,}]`).MatchString(h.raw) {
+		t.Fatalf("health: %d %s", h.status, h.raw)
+	}
+	probe := map[string]string{"X-Request-ID": "probe-7"}
+	for _, path := range []string{"/health", "/ready"} {
+		r := c.doRaw("GET", path, "", probe)
+		if r.status != 200 || r.body["status"] != "ok" || r.header.Get("X-Request-Id") != "probe-7" {
+			t.Fatalf("%s: %d %v %s", path, r.status, r.header, r.raw)
+		}
+	}
+
+	_, js := natstest.ConnectURL(t, s.NatsURL())
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := js.DeleteKeyValue(ctx, topology.GroupsBucket); err != nil {
+		t.Fatal(err)
+	}
+	if err := js.DeleteStream(ctx, topology.StatStream); err != nil {
+		t.Fatal(err)
+	}
+	var r resp
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if r = c.doRaw("GET", "/ready", "", probe); r.status != 200 {
+			break
+		}
+	}
+	missing := fmt.Sprint(r.body["missing"])
+	if r.status != 503 || r.body["status"] != "unavailable" || r.header.Get("X-Request-Id") != "probe-7" ||
+		!strings.Contains(missing, "KV_"+topology.GroupsBucket) || !strings.Contains(missing, topology.StatStream) ||
+		!strings.Contains(r.body["reason"].(string), "KV_"+topology.GroupsBucket) {
+		t.Fatalf("ready after deleting assets: %d %s", r.status, r.raw)
+	}
+	// Liveness does not depend on the backend's assets.
+	if r := c.doRaw("GET", "/health", "", nil); r.status != 200 || r.body["status"] != "ok" {
+		t.Fatalf("/health: %d %s", r.status, r.raw)
+	}
 }
