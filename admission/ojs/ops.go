@@ -152,6 +152,13 @@ type QueueStatsCounts struct {
 	AvgDurationMs       float64 `json:"avg_duration_ms"`
 	AvgWaitMs           float64 `json:"avg_wait_ms"`
 	ThroughputPerSecond float64 `json:"throughput_per_second"`
+
+	// Depth and Bound are set on a bounded queue only (ojs-backpressure.md
+	// 3): its depth, the non-terminal jobs counted against its bound, and
+	// the bound on depth (max_depth; absent for a queue bounded by size
+	// alone).
+	Depth *int64 `json:"depth,omitempty"`
+	Bound *int64 `json:"bound,omitempty"`
 }
 
 // PageRequest selects a page of a list: Offset, or an opaque Cursor from a

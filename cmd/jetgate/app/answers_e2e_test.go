@@ -258,3 +258,41 @@ func TestHTTPHealthAndProbes(t *testing.T) {
 		t.Fatalf("/health: %d %s", r.status, r.raw)
 	}
 }
+
+// Queue stats keep the shape the official SDK decodes ({"queue", "status",
+// "stats": {...}}); a bounded queue's stats add depth and bound
+// (ojs-backpressure.md 3: the non-terminal jobs counted against the bound,
+// and the bound); an unbounded queue's stats have neither.
+func TestHTTPQueueStatsDepth(t *testing.T) {
+	t.Parallel()
+	s := startApp(t, app.Config{})
+	c := client{t: t, base: s.URL()}
+	c.must(200, "PUT", "/ojs/v1/admin/queues/deep/config", map[string]any{"backpressure": map[string]any{"max_depth": 5}})
+	for i := range 3 {
+		c.must(201, "POST", "/ojs/v1/jobs", map[string]any{"type": "t.x", "args": []any{i}, "options": map[string]any{"queue": "deep"}})
+		c.must(201, "POST", "/ojs/v1/jobs", map[string]any{"type": "t.x", "args": []any{i}, "options": map[string]any{"queue": "flat"}})
+	}
+	if j := fetchOne(c, "deep"); j == nil {
+		t.Fatal("nothing fetched")
+	}
+	// The claimed job gives its unit back (admission/doc.go): depth 2.
+	var st, sts map[string]any
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		st = c.must(200, "GET", "/ojs/v1/queues/deep/stats", nil)
+		if sts = obj(st["stats"]); sts["depth"] == float64(2) {
+			break
+		}
+	}
+	if st["queue"] != "deep" || st["status"] != "active" || sts["available"] != float64(2) ||
+		sts["depth"] != float64(2) || sts["bound"] != float64(5) {
+		t.Fatalf("bounded stats: %v", st)
+	}
+	st = c.must(200, "GET", "/ojs/v1/queues/flat/stats", nil)
+	sts = obj(st["stats"])
+	if _, has := sts["depth"]; has || sts["available"] != float64(3) || st["queue"] != "flat" {
+		t.Fatalf("unbounded stats: %v", st)
+	}
+	if _, has := sts["bound"]; has {
+		t.Fatalf("unbounded stats: %v", st)
+	}
+}
