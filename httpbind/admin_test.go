@@ -209,6 +209,21 @@ func TestEvents_6_4(t *testing.T) {
 			t.Errorf("%s: details = %v", q, d)
 		}
 	}
+	// ojs-events.md 6.4: queues and job_types are comma-separated lists,
+	// repeated parameters add to them; 6.1: "job.*" and "*" are prefixes.
+	b.do(t, http.MethodGet, "/ojs/v1/events?queues=a,b&queues=b&job_types=mail.send,%20x.y&types=job.*,*", "", nil).
+		wantStatus(t, http.StatusOK)
+	if q := b.fake.evQuery; !slices.Equal(q.Queues, []string{"a", "b"}) ||
+		!slices.Equal(q.JobTypes, []string{"mail.send", "x.y"}) || !slices.Equal(q.Types, []string{"job.*", "*"}) {
+		t.Errorf("query = %+v", q)
+	}
+	for q, field := range map[string]string{"queues=Bad": "queues", "job_types=A.B": "job_types", "types=job.**": "type"} {
+		d := b.do(t, http.MethodGet, "/ojs/v1/events?"+q, "", nil).
+			wantError(t, http.StatusBadRequest, ojs.CodeInvalidRequest, false)
+		if d["field"] != field {
+			t.Errorf("%s: details = %v", q, d)
+		}
+	}
 	d := b.do(t, http.MethodGet, "/ojs/v1/events?after=evt_1", "", nil).
 		wantError(t, http.StatusUnprocessableEntity, ojs.CodeUnsupported, false)
 	if d["parameter"] != "after" {

@@ -49,8 +49,9 @@
 //   - ack "result" may be any JSON value; nack "error" may be the binding's
 //     object, the worker protocol's {type, message, backtrace}, or a string.
 //   - Heartbeat ids that are not job ids are dropped before the backend.
-//   - Events: "after", "queues" and "job_types" (ojs-events.md 6.4) answer 422
-//     unsupported rather than being ignored.
+//   - Events: "types", "queues" and "job_types" (ojs-events.md 6.4) are
+//     comma-separated lists that combine; "after" answers 422 unsupported
+//     rather than being ignored.
 //   - Context deadline or cancellation from the backend is 503 backend_error,
 //     retryable (the binding's table has no 504).
 //   - A body without Content-Type is read as JSON; charset is ignored.

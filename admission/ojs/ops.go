@@ -2,6 +2,8 @@ package ojs
 
 import (
 	"encoding/json"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -239,11 +241,51 @@ type Event struct {
 	Data            json.RawMessage `json:"data"`
 }
 
-// EventQuery filters GET /ojs/v1/events.
+// EventQuery filters GET /ojs/v1/events (ojs-events.md 6.4). Every
+// filter that is set must hold; a list holds when any of its items does.
+// Match applies them to one event, so any source of events filters alike.
 type EventQuery struct {
-	Types []string // empty: all
+	Types []string // empty: all; "job.*" every job event, "*" all
 	Limit int
 	Since time.Time
+	// Queues keeps events whose data.queue is one of them.
+	Queues []string
+	// JobTypes keeps events whose data.job_type is one of them.
+	JobTypes []string
+}
+
+// Match reports whether ev passes every filter of q (Limit aside).
+func (q EventQuery) Match(ev Event) bool {
+	if !q.Since.IsZero() && ev.Time.Before(q.Since) {
+		return false
+	}
+	if len(q.Types) > 0 && !slices.ContainsFunc(q.Types, func(t string) bool { return typeMatches(t, ev.Type) }) {
+		return false
+	}
+	if len(q.Queues) == 0 && len(q.JobTypes) == 0 {
+		return true
+	}
+	var d struct {
+		Queue   string `json:"queue"`
+		JobType string `json:"job_type"`
+	}
+	if json.Unmarshal(ev.Data, &d) != nil {
+		return false
+	}
+	return (len(q.Queues) == 0 || slices.Contains(q.Queues, d.Queue)) &&
+		(len(q.JobTypes) == 0 || slices.Contains(q.JobTypes, d.JobType))
+}
+
+// typeMatches matches an event type against a filter: the type itself,
+// "prefix.*" (every type under prefix) or "*".
+func typeMatches(filter, typ string) bool {
+	switch {
+	case filter == "*" || filter == typ:
+		return true
+	case strings.HasSuffix(filter, ".*"):
+		return strings.HasPrefix(typ, strings.TrimSuffix(filter, "*"))
+	}
+	return false
 }
 
 // PriorityChange answers PATCH /ojs/v1/jobs/{id} {"priority"}

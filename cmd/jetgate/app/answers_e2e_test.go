@@ -296,3 +296,82 @@ func TestHTTPQueueStatsDepth(t *testing.T) {
 		t.Fatalf("unbounded stats: %v", st)
 	}
 }
+
+// pollEvents asks GET /ojs/v1/events with query until it answers want
+// events (events are published without blocking the request that caused
+// them) and returns them.
+func pollEvents(c client, query string, want int) []map[string]any {
+	c.t.Helper()
+	var evs []any
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if evs = list(c.must(200, "GET", "/ojs/v1/events?"+query, nil)["events"]); len(evs) >= want {
+			break
+		}
+	}
+	if len(evs) != want {
+		c.t.Fatalf("events?%s: %d events, want %d: %v", query, len(evs), want, evs)
+	}
+	out := make([]map[string]any, len(evs))
+	for i, e := range evs {
+		out[i] = obj(e)
+	}
+	return out
+}
+
+// ojs-events.md 6.4: GET /ojs/v1/events filters by types, queues and
+// job_types (comma-separated, combined) and limit; 4.1: job.enqueued data
+// carries job_type and queue, job.completed data job_type, queue, attempt
+// and duration_ms (integers). Pause and resume still emit queue.paused and
+// queue.resumed.
+func TestHTTPEventFilters(t *testing.T) {
+	t.Parallel()
+	s := startApp(t, app.Config{})
+	c := client{t: t, base: s.URL()}
+	enq := func(queue, typ string) string {
+		r := c.must(201, "POST", "/ojs/v1/jobs", map[string]any{"type": typ, "args": []any{}, "options": map[string]any{"queue": queue}})
+		return obj(r["job"])["id"].(string)
+	}
+	done := enq("ev-a", "mail.send")
+	enq("ev-a", "mail.send")
+	enq("ev-b", "report.build")
+	enq("ev-b", "report.build")
+	enq("ev-c", "mail.send")
+	if j := fetchOne(c, "ev-a"); j == nil || j["id"] != done {
+		t.Fatalf("fetch: %v", j)
+	}
+	c.must(200, "POST", "/ojs/v1/workers/ack", map[string]any{"job_id": done})
+	c.must(200, "POST", "/ojs/v1/queues/ev-a/pause", nil)
+	c.must(200, "POST", "/ojs/v1/queues/ev-a/resume", nil)
+
+	ev := pollEvents(c, "types=job.completed", 1)[0]
+	d := obj(ev["data"])
+	if ev["subject"] != done || d["job_type"] != "mail.send" || d["queue"] != "ev-a" || d["attempt"] != float64(1) ||
+		!isInt(d["duration_ms"]) || d["duration_ms"].(float64) < 0 {
+		t.Fatalf("job.completed: %v", ev)
+	}
+	for _, e := range pollEvents(c, "types=job.enqueued", 5) {
+		if d := obj(e["data"]); d["job_type"] == nil || d["queue"] == nil {
+			t.Fatalf("job.enqueued: %v", e)
+		}
+	}
+	for _, e := range pollEvents(c, "queues=ev-b", 2) {
+		if e["type"] != "job.enqueued" || obj(e["data"])["queue"] != "ev-b" || obj(e["data"])["job_type"] != "report.build" {
+			t.Fatalf("queues=ev-b: %v", e)
+		}
+	}
+	for _, e := range pollEvents(c, "types=job.enqueued,job.completed&queues=ev-a,ev-c&job_types=mail.send&limit=3", 3) {
+		q := obj(e["data"])["queue"]
+		if (q != "ev-a" && q != "ev-c") || (e["type"] != "job.enqueued" && e["type"] != "job.completed") {
+			t.Fatalf("combined filters: %v", e)
+		}
+	}
+	pollEvents(c, "types=job.enqueued,job.completed&queues=ev-a,ev-c&job_types=mail.send", 4)
+	pollEvents(c, "job_types=report.build&types=job.*", 2)
+	qe := pollEvents(c, "types=queue.paused,queue.resumed&queues=ev-a", 2)
+	if qe[0]["type"] != "queue.resumed" || qe[1]["type"] != "queue.paused" {
+		t.Fatalf("queue events, newest first: %v", qe)
+	}
+	pollEvents(c, "queues=ev-z", 0)
+	wantErr(t, c.do("GET", "/ojs/v1/events?queues=Bad_Queue", nil), 400, "invalid_request", "'queues'")
+	wantErr(t, c.do("GET", "/ojs/v1/events?after=evt_1", nil), 422, "unsupported")
+}
