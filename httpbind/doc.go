@@ -4,7 +4,9 @@
 // headers and error envelopes.
 //
 // It owns:
-//   - the route table of the core binding (see routes in server.go);
+//   - the route table of the core binding (see routes in server.go), and
+//     the process probes GET /health (liveness) and GET /ready (readiness,
+//     system.go);
 //   - the wire shapes: request decoding (strict about types, lenient about
 //     unknown fields) and response rendering (jobs through ojs.Job.Public,
 //     timestamps as ojs.Time);

@@ -113,7 +113,10 @@ func (e *DuplicateError) Error() string {
 // Unwrap makes errors.Is(err, ErrDuplicate) true.
 func (e *DuplicateError) Unwrap() error { return ErrDuplicate }
 
-// QueuePausedError is an enqueue to a paused queue. 422 queue_paused.
+// QueuePausedError is an enqueue to a paused queue: 422 queue_paused in
+// the binding's vocabulary. jetgate's admission does not return it (a
+// paused queue accepts enqueues, spec/README.md decision 7); httpbind maps
+// it for any Backend that refuses them.
 type QueuePausedError struct {
 	Queue    string
 	PausedAt *Time
