@@ -116,20 +116,18 @@ func (c *queueCache) paused(name string) bool {
 	return ok && q.Status == ojs.QueuePaused
 }
 
-// admit registers a queue on first use and refuses paused queues (422).
+// admit registers a queue on first use. A paused queue admits jobs too:
+// pause stops delivery only (spec/README.md decision 7), so its jobs wait
+// as available until it is resumed.
 func (c *queueCache) admit(ctx context.Context, name string) error {
-	q, ok := c.get(name)
-	if !ok {
-		var err error
-		q, err = c.store.CreateQueue(ctx, ojs.QueueInfo{Name: name, Status: ojs.QueueActive, CreatedAt: ojs.NewTime(c.now())})
-		if err != nil {
-			return err
-		}
-		c.put(q)
+	if _, ok := c.get(name); ok {
+		return nil
 	}
-	if q.Status == ojs.QueuePaused {
-		return &ojs.QueuePausedError{Queue: name, PausedAt: q.PausedAt}
+	q, err := c.store.CreateQueue(ctx, ojs.QueueInfo{Name: name, Status: ojs.QueueActive, CreatedAt: ojs.NewTime(c.now())})
+	if err != nil {
+		return err
 	}
+	c.put(q)
 	return nil
 }
 
@@ -149,8 +147,9 @@ func (s *Service) ListQueues(ctx context.Context) ([]ojs.QueueInfo, error) {
 	return s.queues.list(), nil
 }
 
-// PauseQueue stops fetches from a queue and refuses enqueues to it. A queue
-// that does not exist yet is created paused.
+// PauseQueue stops fetches from a queue; enqueues are still accepted and
+// wait as available (spec/README.md decision 7). A queue that does not
+// exist yet is created paused.
 func (s *Service) PauseQueue(ctx context.Context, name string) (*ojs.QueueInfo, error) {
 	q, changed, err := s.setQueueStatus(ctx, name, ojs.QueuePaused)
 	if err == nil && changed {

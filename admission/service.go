@@ -144,8 +144,9 @@ type Service struct {
 	notify   *readyNotify
 	// releases counts rate limit releases being written (releaseLimits);
 	// Stop waits for them.
-	releases sync.WaitGroup
-	bp       *backpressure
+	releases   sync.WaitGroup
+	bp         *backpressure
+	readyCache readiness // the cached answer of Ready (health.go)
 
 	consumers sync.Map // consumer name -> jetstream.Consumer
 	seen      sync.Map // consumer name -> levelSeen (levels.go)

@@ -346,6 +346,8 @@ func TestBatchIsAllOrNothing(t *testing.T) {
 	}
 }
 
+// spec/README.md decision 7: pause stops delivery only; a paused queue
+// accepts enqueues and its jobs wait as available.
 func TestPausedQueue(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -357,8 +359,12 @@ func TestPausedQueue(t *testing.T) {
 	if got := fetch1(t, b, "p"); got != nil {
 		t.Fatal("fetched from paused queue")
 	}
-	if _, err := b.svc.Enqueue(ctx, mustParse(t, `{"type":"t.a","args":[],"queue":"p"}`)); !errors.Is(err, ojs.ErrQueuePaused) {
-		t.Fatalf("enqueue to paused: %v", err)
+	j, err := b.svc.Enqueue(ctx, mustParse(t, `{"type":"t.a","args":[],"queue":"p"}`))
+	if err != nil || j.State != ojs.StateAvailable {
+		t.Fatalf("enqueue to paused: %v, %v", j, err)
+	}
+	if got := fetch1(t, b, "p"); got != nil {
+		t.Fatal("fetched from paused queue after an enqueue")
 	}
 	if _, err := b.svc.ResumeQueue(ctx, "p"); err != nil {
 		t.Fatal(err)

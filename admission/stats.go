@@ -177,8 +177,15 @@ func (s *Service) QueueStats(ctx context.Context, name string) (*ojs.QueueStats,
 		c.AvgWaitMs = float64(hour.WaitMs) / float64(hour.Started)
 	}
 	c.ThroughputPerSecond = float64(minute.Completed) / 60
+	p := s.queuePressure(ctx, name)
+	if p != nil {
+		c.Depth = &p.Depth
+		if p.MaxDepth > 0 {
+			c.Bound = &p.MaxDepth
+		}
+	}
 	return &ojs.QueueStats{Queue: name, Status: q.Status, Stats: c, ComputedAt: ojs.NewTime(s.now()),
-		Backpressure: s.queuePressure(ctx, name)}, nil
+		Backpressure: p}, nil
 }
 
 func add(dst *statSample, s statSample) {

@@ -29,6 +29,9 @@ func (s *Service) Ack(ctx context.Context, req ojs.AckRequest) (*ojs.AckResult, 
 		if len(req.Result) > 0 && string(req.Result) != "null" {
 			nj.Result = json.RawMessage(req.Result)
 		}
+		// The job succeeded: "error" (the last failed attempt's) no longer
+		// describes it; the "errors" history keeps every attempt's error.
+		nj.Error = nil
 		endAttempt(nj)
 		return nj, nil, nil
 	})
@@ -51,7 +54,7 @@ func (s *Service) Ack(ctx context.Context, req ojs.AckRequest) (*ojs.AckResult, 
 	s.met.JobCompleted(ctx, nj.Queue, nj.Type, d)
 	s.met.JobExecuted(ctx, nj.Queue, nj.Type, "completed", d)
 	s.events.PublishJob(EventJobCompleted, nj, nil)
-	return &ojs.AckResult{JobID: nj.ID, State: nj.State, CompletedAt: nj.CompletedAt}, nil
+	return &ojs.AckResult{ID: nj.ID, JobID: nj.ID, State: nj.State, CompletedAt: nj.CompletedAt}, nil
 }
 
 // Nack records a failed attempt: the job is retried after its backoff, or
@@ -77,9 +80,13 @@ func (s *Service) Nack(ctx context.Context, req ojs.NackRequest) (*ojs.NackResul
 	s.beats.done(old.ID)
 	s.met.JobExecuted(ctx, nj.Queue, nj.Type, "failed", runTime(old))
 	s.afterFailure(ctx, nj)
-	res := &ojs.NackResult{JobID: nj.ID, State: nj.State, Attempt: nj.Attempt, MaxAttempts: nj.MaxAttempts}
+	res := &ojs.NackResult{ID: nj.ID, JobID: nj.ID, State: nj.State, Attempt: nj.Attempt, MaxAttempts: nj.MaxAttempts}
 	if nj.State == ojs.StateRetryable {
 		res.NextAttemptAt = nj.NextAttemptAt
+		if nj.NextAttemptAt != nil {
+			delay := int64((max(nj.NextAttemptAt.Sub(s.now()), 0) + time.Millisecond - 1) / time.Millisecond)
+			res.RetryDelayMs = &delay
+		}
 	} else {
 		res.DiscardedAt = nj.DiscardedAt
 	}

@@ -209,6 +209,21 @@ func TestEvents_6_4(t *testing.T) {
 			t.Errorf("%s: details = %v", q, d)
 		}
 	}
+	// ojs-events.md 6.4: queues and job_types are comma-separated lists,
+	// repeated parameters add to them; 6.1: "job.*" and "*" are prefixes.
+	b.do(t, http.MethodGet, "/ojs/v1/events?queues=a,b&queues=b&job_types=mail.send,%20x.y&types=job.*,*", "", nil).
+		wantStatus(t, http.StatusOK)
+	if q := b.fake.evQuery; !slices.Equal(q.Queues, []string{"a", "b"}) ||
+		!slices.Equal(q.JobTypes, []string{"mail.send", "x.y"}) || !slices.Equal(q.Types, []string{"job.*", "*"}) {
+		t.Errorf("query = %+v", q)
+	}
+	for q, field := range map[string]string{"queues=Bad": "queues", "job_types=A.B": "job_types", "types=job.**": "type"} {
+		d := b.do(t, http.MethodGet, "/ojs/v1/events?"+q, "", nil).
+			wantError(t, http.StatusBadRequest, ojs.CodeInvalidRequest, false)
+		if d["field"] != field {
+			t.Errorf("%s: details = %v", q, d)
+		}
+	}
 	d := b.do(t, http.MethodGet, "/ojs/v1/events?after=evt_1", "", nil).
 		wantError(t, http.StatusUnprocessableEntity, ojs.CodeUnsupported, false)
 	if d["parameter"] != "after" {
@@ -216,18 +231,26 @@ func TestEvents_6_4(t *testing.T) {
 	}
 }
 
-// 8.1: 200 with the health body when ok, 503 with the same shape otherwise.
+// 8.1: 200 with the health body when ok, 503 with the same shape when the
+// backend is unhealthy; a degraded (slow) backend still answers 200
+// (ojs-observability.md 10.1). latency_ms is an integer.
 func TestHealth_8_1(t *testing.T) {
 	t.Parallel()
 	b := setup(t, Config{ServerVersion: "1.2.3"})
 	b.fake.health = ojs.Health{Status: "ok", UptimeSeconds: 60,
-		Backend: ojs.HealthBackend{Type: "nats-jetstream", Status: "connected", LatencyMs: 0.4}}
+		Backend: ojs.HealthBackend{Type: "nats-jetstream", Status: ojs.BackendOK, LatencyMs: 2}}
 	r := b.do(t, http.MethodGet, "/ojs/v1/health", "", nil).wantStatus(t, http.StatusOK)
 	wantHeaders(t, r)
-	if r.body["status"] != "ok" || r.body["version"] != "1.2.3" || r.obj(t, "backend")["status"] != "connected" {
+	if r.body["status"] != "ok" || r.body["version"] != "1.2.3" || r.obj(t, "backend")["status"] != "ok" ||
+		!strings.Contains(string(r.raw), `"latency_ms":2}`) {
 		t.Errorf("health = %s", r.raw)
 	}
-	b.fake.health = ojs.Health{Status: "degraded", Backend: ojs.HealthBackend{Status: "disconnected", Error: "no servers"}}
+	b.fake.health = ojs.Health{Status: "degraded", Backend: ojs.HealthBackend{Status: ojs.BackendDegraded, LatencyMs: 1500}}
+	r = b.do(t, http.MethodGet, "/ojs/v1/health", "", nil).wantStatus(t, http.StatusOK)
+	if r.body["status"] != "degraded" || r.obj(t, "backend")["status"] != "degraded" {
+		t.Errorf("health = %s", r.raw)
+	}
+	b.fake.health = ojs.Health{Status: "degraded", Backend: ojs.HealthBackend{Status: ojs.BackendUnhealthy, Error: "no servers"}}
 	r = b.do(t, http.MethodGet, "/ojs/v1/health", "", nil).wantStatus(t, http.StatusServiceUnavailable)
 	wantHeaders(t, r)
 	if r.body["status"] != "degraded" || r.obj(t, "backend")["error"] != "no servers" {

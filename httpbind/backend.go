@@ -34,4 +34,7 @@ type Backend interface {
 
 	RecentEvents(ctx context.Context, q ojs.EventQuery) ([]ojs.Event, error)
 	Health(ctx context.Context) ojs.Health
+	// Ready reports whether the process can serve (GET /ready); it must
+	// be cheap, as probes call it often.
+	Ready(ctx context.Context) ojs.Readiness
 }

@@ -259,16 +259,17 @@ func queueFull(e *ojs.QueueFullError) apiError {
 	setPressureHeaders(h, e.Pressure)
 	after := max(e.RetryAfter, 0)
 	h.Set("Retry-After", formatRetryAfter(after))
+	bound := e.MaxDepth
+	if e.Bound == "max_size_bytes" {
+		bound = e.MaxSizeBytes
+	}
 	d := map[string]any{
-		"reason": queueFullReason, "queue": e.Queue, "depth": e.Depth, "bound": e.MaxDepth,
+		"reason": queueFullReason, "queue": e.Queue, "depth": e.Depth, "bound": bound,
 		"max_depth": e.MaxDepth, "pressure": e.Ratio, "strategy": e.Strategy, "bound_type": e.Bound,
 		"retry_after_seconds": retryAfterSeconds(after),
 	}
 	if e.MaxSizeBytes > 0 {
 		d["size_bytes"], d["max_size_bytes"] = e.SizeBytes, e.MaxSizeBytes
-		if e.Bound == "max_size_bytes" {
-			d["bound"] = e.MaxSizeBytes
-		}
 	}
 	if e.Bound == "tenant_max_depth" {
 		d["tenant"] = e.Tenant
@@ -276,6 +277,10 @@ func queueFull(e *ojs.QueueFullError) apiError {
 	if e.Waited > 0 {
 		d["waited_ms"] = e.Waited.Milliseconds()
 	}
-	return apiError{status: http.StatusTooManyRequests, code: ojs.CodeRateLimited, message: e.Error(),
-		retryable: true, details: d, header: h}
+	// ojs-backpressure.md 7.1: code QUEUE_FULL, with queue, depth, bound
+	// and strategy beside code and message (kept in details too).
+	return apiError{status: http.StatusTooManyRequests, code: ojs.CodeQueueFull, message: e.Error(),
+		retryable: true, details: d, header: h,
+		queueFull: &queueFullFields{Queue: e.Queue, Depth: e.Depth, Bound: bound, Strategy: e.Strategy},
+		hint:      "Wait the Retry-After header's seconds and send the job again, or let workers drain queue '" + e.Queue + "' first."}
 }

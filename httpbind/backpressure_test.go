@@ -165,8 +165,11 @@ func TestBoundedEnqueueHeaders_BP002_BP005(t *testing.T) {
 	}
 	e := r.body["error"].(map[string]any)
 	d := e["details"].(map[string]any)
-	if e["code"] != ojs.CodeRateLimited || e["retryable"] != true || d["reason"] != "QUEUE_FULL" || d["queue"] != "hq" ||
-		d["depth"] != float64(4) || d["bound"] != float64(4) || d["strategy"] != "reject" {
+	// ojs-backpressure.md 7.1: code QUEUE_FULL with queue, depth, bound and
+	// strategy beside it; details keep them too.
+	if e["code"] != ojs.CodeQueueFull || e["retryable"] != true || d["reason"] != "QUEUE_FULL" || d["queue"] != "hq" ||
+		d["depth"] != float64(4) || d["bound"] != float64(4) || d["strategy"] != "reject" ||
+		e["queue"] != "hq" || e["depth"] != float64(4) || e["bound"] != float64(4) || e["strategy"] != "reject" || e["hint"] == "" {
 		t.Fatalf("envelope: %v", r.body)
 	}
 	// A batch that does not fit is refused whole (9.3).

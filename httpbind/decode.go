@@ -67,22 +67,23 @@ func parseObject(b []byte) (object, error) {
 	return o, nil
 }
 
-// jsonError names what is wrong with a body that is not a JSON object.
+// jsonError names what is wrong with a body that is not a JSON object:
+// invalid_payload, as malformed JSON is (ojs-errors.md 4.1).
 func jsonError(err error) error {
 	if se, ok := errors.AsType[*json.SyntaxError](err); ok {
-		return &ojs.ValidationError{Field: "body", Rule: "valid JSON",
+		return inEnvelope(&ojs.ValidationError{Field: "body", Rule: "valid JSON",
 			Received: fmt.Sprintf("syntax error at byte offset %d", se.Offset),
-			Message:  fmt.Sprintf("malformed JSON at byte offset %d: %s", se.Offset, se.Error())}
+			Message:  fmt.Sprintf("malformed JSON at byte offset %d: %s", se.Offset, se.Error())})
 	}
 	if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
 		return notObject(te.Value)
 	}
-	return &ojs.ValidationError{Field: "body", Rule: "a JSON object", Message: "malformed JSON: " + err.Error()}
+	return inEnvelope(&ojs.ValidationError{Field: "body", Rule: "a JSON object", Message: "malformed JSON: " + err.Error()})
 }
 
 func notObject(got string) error {
-	return &ojs.ValidationError{Field: "body", Rule: "a JSON object", Received: got,
-		Message: fmt.Sprintf("the request body must be a JSON object (received %s)", got)}
+	return inEnvelope(&ojs.ValidationError{Field: "body", Rule: "a JSON object", Received: got,
+		Message: fmt.Sprintf("the request body must be a JSON object (received %s)", got)})
 }
 
 // get returns the raw value of name, or false when absent or null.

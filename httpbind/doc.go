@@ -4,7 +4,9 @@
 // headers and error envelopes.
 //
 // It owns:
-//   - the route table of the core binding (see routes in server.go);
+//   - the route table of the core binding (see routes in server.go), and
+//     the process probes GET /health (liveness) and GET /ready (readiness,
+//     system.go);
 //   - the wire shapes: request decoding (strict about types, lenient about
 //     unknown fields) and response rendering (jobs through ojs.Job.Public,
 //     timestamps as ojs.Time);
@@ -26,9 +28,17 @@
 //     errors or sentinels answer a generic 500 and are logged.
 //
 // Choices where the specs are silent or disagree (each also noted at its code):
-//   - 409 state conflicts use code invalid_request, as the binding's examples
-//     do (9.4, 9.5, 10.2); ojs.ErrConflict (a lost compare-and-swap) is 409
-//     "conflict", retryable.
+//   - Error codes follow ojs-errors.md in the binding's vocabulary: malformed
+//     JSON and a job envelope that fails validation (enqueue, batch) are 400
+//     invalid_payload; any other bad request (query parameters, headers,
+//     fields of worker and admin bodies) is 400 invalid_request. A
+//     transition from the wrong state (ack of a job that is not active,
+//     cancel of a finished job) is 409 conflict, not retryable; a lost
+//     compare-and-swap (ojs.ErrConflict) is 409 conflict, retryable. A
+//     backpressure refusal is 429 QUEUE_FULL (ojs-backpressure.md 7.1, with
+//     queue, depth, bound and strategy beside code); rate limits keep 429
+//     rate_limited. Every 429 and 503 carries Retry-After (ERR-006).
+//   - Every error envelope carries "hint": one sentence saying what to do.
 //   - A path or body job id that is not a UUIDv7 cannot name a job: 404
 //     not_found without a backend call. Queue names in paths and filters are
 //     checked against the core pattern: 400 naming the field.
@@ -41,8 +51,9 @@
 //   - ack "result" may be any JSON value; nack "error" may be the binding's
 //     object, the worker protocol's {type, message, backtrace}, or a string.
 //   - Heartbeat ids that are not job ids are dropped before the backend.
-//   - Events: "after", "queues" and "job_types" (ojs-events.md 6.4) answer 422
-//     unsupported rather than being ignored.
+//   - Events: "types", "queues" and "job_types" (ojs-events.md 6.4) are
+//     comma-separated lists that combine; "after" answers 422 unsupported
+//     rather than being ignored.
 //   - Context deadline or cancellation from the backend is 503 backend_error,
 //     retryable (the binding's table has no 504).
 //   - A body without Content-Type is read as JSON; charset is ignored.

@@ -44,12 +44,25 @@ type errorBody struct {
 	Error errorObject `json:"error"`
 }
 
+// errorObject is the envelope's error. Hint is one sentence that says what
+// to do about it. The embedded queueFullFields are set only on QUEUE_FULL,
+// where ojs-backpressure.md 7.1 shows them beside code and message.
 type errorObject struct {
 	Code      string         `json:"code"`
 	Message   string         `json:"message"`
 	Retryable bool           `json:"retryable"`
 	Details   map[string]any `json:"details"`
 	RequestID string         `json:"request_id"`
+	Hint      string         `json:"hint"`
+	*queueFullFields
+}
+
+// queueFullFields are the top-level fields of a QUEUE_FULL error.
+type queueFullFields struct {
+	Queue    string `json:"queue"`
+	Depth    int64  `json:"depth"`
+	Bound    int64  `json:"bound"`
+	Strategy string `json:"strategy,omitempty"`
 }
 
 // apiError is an error classified for the wire.
@@ -60,6 +73,8 @@ type apiError struct {
 	retryable bool
 	details   map[string]any
 	header    http.Header
+	hint      string
+	queueFull *queueFullFields
 }
 
 // writeError is the one place where errors become HTTP responses (STYLE 10).
@@ -83,11 +98,13 @@ func (s *server) writeEnvelope(w http.ResponseWriter, r *http.Request, e apiErro
 		}
 	}
 	s.writeJSON(w, r, e.status, errorBody{Error: errorObject{
-		Code:      e.code,
-		Message:   e.message,
-		Retryable: e.retryable,
-		Details:   e.details,
-		RequestID: requestID(r.Context()),
+		Code:            e.code,
+		Message:         e.message,
+		Retryable:       e.retryable,
+		Details:         e.details,
+		RequestID:       requestID(r.Context()),
+		Hint:            cmp.Or(e.hint, defaultHint(e)),
+		queueFullFields: e.queueFull,
 	}})
 }
 
@@ -108,7 +125,19 @@ func (s *server) logError(r *http.Request, e apiError, err error) {
 
 // classify maps an error to status, code and details. Typed errors first,
 // then sentinels, then context errors; anything else is a generic 500.
+// A validation error inside an envelopeError answers invalid_payload
+// instead of invalid_request.
 func classify(err error) apiError {
+	e := classifyAny(err)
+	if e.code == ojs.CodeInvalidRequest && e.status == http.StatusBadRequest && errors.Is(err, ojs.ErrInvalid) {
+		if _, ok := errors.AsType[*envelopeError](err); ok {
+			e.code = ojs.CodeInvalidPayload
+		}
+	}
+	return e
+}
+
+func classifyAny(err error) apiError {
 	if e, ok := classifyTyped(err); ok {
 		return e
 	}
@@ -116,8 +145,7 @@ func classify(err error) apiError {
 		return e
 	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		return apiError{status: http.StatusServiceUnavailable, code: ojs.CodeBackendError,
-			message: "the backend did not answer in time", retryable: true, details: map[string]any{}}
+		return unavailable("the backend did not answer in time")
 	}
 	return apiError{status: http.StatusInternalServerError, code: ojs.CodeBackendError,
 		message: "internal server error", retryable: true, details: map[string]any{}}
@@ -136,20 +164,25 @@ func classifyTyped(err error) (apiError, bool) {
 		if e.Received != "" {
 			d["received"] = e.Received
 		}
-		return clientError(http.StatusBadRequest, ojs.CodeInvalidRequest, e.Error(), d), true
+		ae := clientError(http.StatusBadRequest, ojs.CodeInvalidRequest, e.Error(), d)
+		ae.hint = validationHint(e)
+		return ae, true
 	}
 	if e, ok := errors.AsType[*ojs.NotFoundError](err); ok {
 		return clientError(http.StatusNotFound, ojs.CodeNotFound, e.Error(),
 			map[string]any{"resource_type": e.Resource, "resource_id": e.ID}), true
 	}
 	if e, ok := errors.AsType[*ojs.StateError](err); ok {
-		// ojs-http-binding.md 9.4, 9.5, 10.2: state conflicts are 409 with
-		// code invalid_request.
+		// ojs-errors.md 4.1 INVALID_STATE_TRANSITION (409) in the binding's
+		// vocabulary: 409 conflict, not retryable (the state will not
+		// change back by itself).
 		d := map[string]any{"job_id": e.JobID, "current_state": e.Current}
 		if e.Expected != "" {
 			d["expected_state"] = e.Expected
 		}
-		return clientError(http.StatusConflict, ojs.CodeInvalidRequest, e.Error(), d), true
+		ae := clientError(http.StatusConflict, ojs.CodeConflict, e.Error(), d)
+		ae.hint = stateHint(e)
+		return ae, true
 	}
 	if e, ok := errors.AsType[*ojs.DuplicateError](err); ok {
 		d := map[string]any{"existing_job_id": e.ExistingID}
@@ -183,29 +216,40 @@ func classifySentinel(err error) (apiError, bool) {
 	case errors.Is(err, ojs.ErrNotFound):
 		return clientError(http.StatusNotFound, ojs.CodeNotFound, msg, nil), true
 	case errors.Is(err, ojs.ErrInvalidState):
-		return clientError(http.StatusConflict, ojs.CodeInvalidRequest, msg, nil), true
+		return clientError(http.StatusConflict, ojs.CodeConflict, msg, nil), true
 	case errors.Is(err, ojs.ErrDuplicate):
 		return clientError(http.StatusConflict, ojs.CodeDuplicate, msg, nil), true
 	case errors.Is(err, ojs.ErrConflict):
 		// A lost compare-and-swap race: retrying re-reads the new state.
 		e := clientError(http.StatusConflict, ojs.CodeConflict, msg, nil)
 		e.retryable = true
+		e.hint = "Send the request again: it will act on the state the other writer left."
 		return e, true
 	case errors.Is(err, ojs.ErrQueuePaused):
 		e := clientError(http.StatusUnprocessableEntity, ojs.CodeQueuePaused, msg, nil)
 		e.retryable = true
 		return e, true
+	case errors.Is(err, ojs.ErrQueueFull):
+		e := clientError(http.StatusTooManyRequests, ojs.CodeQueueFull, msg, nil)
+		e.retryable, e.header = true, http.Header{"Retry-After": {"1"}}
+		return e, true
 	case errors.Is(err, ojs.ErrTooLarge):
 		return clientError(http.StatusRequestEntityTooLarge, ojs.CodePayloadTooLarge, msg, nil), true
 	case errors.Is(err, ojs.ErrShuttingDown):
-		return apiError{status: http.StatusServiceUnavailable, code: ojs.CodeBackendError,
-			message: "the server is shutting down", retryable: true,
-			details: map[string]any{}, header: http.Header{"Retry-After": {"1"}}}, true
+		e := unavailable("the server is shutting down")
+		e.hint = "Send the request again to another jetgate process, or to this one after it restarts."
+		return e, true
 	case errors.Is(err, ojs.ErrUnavailable):
-		return apiError{status: http.StatusServiceUnavailable, code: ojs.CodeBackendError,
-			message: "the backend is unavailable", retryable: true, details: map[string]any{}}, true
+		return unavailable("the backend is unavailable"), true
 	}
 	return apiError{}, false
+}
+
+// unavailable is a 503: retryable, with the Retry-After header ojs-errors.md
+// ERR-006 requires on every 503.
+func unavailable(msg string) apiError {
+	return apiError{status: http.StatusServiceUnavailable, code: ojs.CodeBackendError, message: msg,
+		retryable: true, details: map[string]any{}, header: http.Header{"Retry-After": {"1"}}}
 }
 
 func clientError(status int, code, msg string, details map[string]any) apiError {
@@ -302,4 +346,23 @@ func errUnsupported(msg string, details map[string]any) error {
 // invalid is a ValidationError about one field of the request.
 func invalid(field, rule, received string) error {
 	return &ojs.ValidationError{Field: field, Rule: rule, Received: received}
+}
+
+// envelopeError marks an error about a job envelope (the body of an
+// enqueue) or about a body that is not a JSON object: a validation error
+// in its chain answers invalid_payload (ojs-errors.md 4.1 INVALID_PAYLOAD:
+// "job envelope fails structural validation; malformed JSON"). Other
+// validation errors, about the rest of a request (query parameters,
+// headers, the bodies of worker and admin calls), answer invalid_request.
+type envelopeError struct{ err error }
+
+func (e *envelopeError) Error() string { return e.err.Error() }
+func (e *envelopeError) Unwrap() error { return e.err }
+
+// inEnvelope marks err (nil stays nil) as an envelopeError.
+func inEnvelope(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &envelopeError{err: err}
 }

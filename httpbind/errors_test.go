@@ -51,27 +51,28 @@ func TestErrorMapping_16(t *testing.T) {
 		{"not found", fmt.Errorf("get: %w", &ojs.NotFoundError{Resource: "job", ID: "abc"}),
 			404, "not_found", false, map[string]any{"resource_type": "job", "resource_id": "abc"}},
 		{"state", &ojs.StateError{JobID: "j1", Current: ojs.StateCompleted, Expected: ojs.StateActive, Op: "ack"},
-			409, "invalid_request", false,
+			409, "conflict", false,
 			map[string]any{"job_id": "j1", "current_state": "completed", "expected_state": "active"}},
 		{"state without expected", &ojs.StateError{JobID: "j1", Current: ojs.StateCompleted, Op: "cancel"},
-			409, "invalid_request", false, map[string]any{"job_id": "j1", "current_state": "completed"}},
+			409, "conflict", false, map[string]any{"job_id": "j1", "current_state": "completed"}},
 		{"duplicate", &ojs.DuplicateError{ExistingID: "j0", UniqueKey: "k"},
 			409, "duplicate", false, map[string]any{"existing_job_id": "j0", "unique_key": "k"}},
 		{"queue paused", &ojs.QueuePausedError{Queue: "email", PausedAt: paused},
 			422, "queue_paused", true, map[string]any{"queue": "email", "paused_at": "2026-02-12T10:30:00.123Z"}},
 		{"sentinel invalid", fmt.Errorf("bad: %w", ojs.ErrInvalid), 400, "invalid_request", false, nil},
 		{"sentinel not found", ojs.ErrNotFound, 404, "not_found", false, nil},
-		{"sentinel state", ojs.ErrInvalidState, 409, "invalid_request", false, nil},
+		{"sentinel state", ojs.ErrInvalidState, 409, "conflict", false, nil},
 		{"sentinel duplicate", ojs.ErrDuplicate, 409, "duplicate", false, nil},
 		{"sentinel conflict", ojs.ErrConflict, 409, "conflict", true, nil},
 		{"sentinel paused", ojs.ErrQueuePaused, 422, "queue_paused", true, nil},
+		{"sentinel queue full", fmt.Errorf("admit: %w", ojs.ErrQueueFull), 429, "QUEUE_FULL", true, nil},
 		{"too large", fmt.Errorf("publish: %w", ojs.ErrTooLarge), 413, "payload_too_large", false, nil},
 		{"unavailable", fmt.Errorf("kv get: %w", ojs.ErrUnavailable), 503, "backend_error", true, nil},
 		{"shutting down", ojs.ErrShuttingDown, 503, "backend_error", true, nil},
 		{"deadline", fmt.Errorf("fetch: %w", context.DeadlineExceeded), 503, "backend_error", true, nil},
 		{"unknown", errors.New("nats: secret internals at 10.0.0.7"), 500, "backend_error", true, nil},
 		{"detailer", detailed{&ojs.StateError{JobID: "j1", Current: ojs.StateActive, Op: "x"}},
-			409, "invalid_request", false, map[string]any{"limit": float64(5)}},
+			409, "conflict", false, map[string]any{"limit": float64(5)}},
 		{"rate limited", fmt.Errorf("admit: %w", limited{after: 250 * time.Millisecond}),
 			429, "rate_limited", true, map[string]any{"retry_after_seconds": 0.25, "key": "stripe"}},
 	}
@@ -85,6 +86,14 @@ func TestErrorMapping_16(t *testing.T) {
 			if d[k] != v {
 				t.Errorf("%s: details[%s] = %v, want %v (%s)", tc.name, k, d[k], v, r.raw)
 			}
+		}
+		// ojs-errors.md ERR-006: 429 and 503 carry Retry-After.
+		if (tc.status == 429 || tc.status == 503) && r.Header.Get("Retry-After") == "" {
+			t.Errorf("%s: %d without Retry-After", tc.name, tc.status)
+		}
+		// A validation error's hint names the field to fix.
+		if f, ok := tc.details["field"].(string); ok && !strings.Contains(r.obj(t, "error")["hint"].(string), "'"+f+"'") {
+			t.Errorf("%s: hint does not name field %s: %s", tc.name, f, r.raw)
 		}
 		if strings.Contains(string(r.raw), "secret") {
 			t.Errorf("%s: internal error leaked: %s", tc.name, r.raw)

@@ -47,6 +47,8 @@ type fakeBackend struct {
 	dlPage  *ojs.JobPage
 	events  []ojs.Event
 	health  ojs.Health
+	// readiness is what Ready answers.
+	readiness ojs.Readiness
 }
 
 var _ Backend = (*fakeBackend)(nil)
@@ -229,6 +231,11 @@ func (f *fakeBackend) Health(context.Context) ojs.Health {
 	return f.health
 }
 
+func (f *fakeBackend) Ready(context.Context) ojs.Readiness {
+	_ = f.record("Ready")
+	return f.readiness
+}
+
 // syncBuffer is a log sink safe for the server's goroutines.
 type syncBuffer struct {
 	mu sync.Mutex
@@ -357,6 +364,10 @@ func (r response) wantError(t *testing.T, status int, code string, retryable boo
 	}
 	if msg, _ := e["message"].(string); msg == "" {
 		t.Errorf("error.message is empty")
+	}
+	// Every envelope says what to do: one sentence in "hint".
+	if h, _ := e["hint"].(string); h == "" || !strings.HasSuffix(h, ".") {
+		t.Errorf("error.hint = %q, want one sentence (%s)", e["hint"], r.raw)
 	}
 	if id := r.Header.Get("X-Request-Id"); id == "" || e["request_id"] != id {
 		t.Errorf("error.request_id = %v, header X-Request-Id = %q", e["request_id"], id)

@@ -26,7 +26,7 @@ func (s *server) enqueue(w http.ResponseWriter, r *http.Request) {
 	}
 	job, err := ojs.ParseJob(body)
 	if err != nil {
-		s.writeError(w, r, err)
+		s.writeError(w, r, inEnvelope(err))
 		return
 	}
 	ctx, pressure, err := enqueueContext(r)
@@ -36,7 +36,7 @@ func (s *server) enqueue(w http.ResponseWriter, r *http.Request) {
 	}
 	job, err = s.b.Enqueue(ctx, job)
 	if err != nil {
-		s.writeError(w, r, err)
+		s.writeError(w, r, inEnvelope(err))
 		return
 	}
 	writePressure(w, pressure)
@@ -54,7 +54,7 @@ func (s *server) enqueueBatch(w http.ResponseWriter, r *http.Request) {
 	}
 	jobs, err := ojs.ParseBatch(body)
 	if err != nil {
-		s.writeError(w, r, err)
+		s.writeError(w, r, inEnvelope(err))
 		return
 	}
 	ctx, pressure, err := enqueueContext(r)
@@ -64,7 +64,7 @@ func (s *server) enqueueBatch(w http.ResponseWriter, r *http.Request) {
 	}
 	jobs, err = s.b.EnqueueBatch(ctx, jobs)
 	if err != nil {
-		s.writeError(w, r, err)
+		s.writeError(w, r, inEnvelope(err))
 		return
 	}
 	writePressure(w, pressure)

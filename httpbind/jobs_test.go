@@ -57,7 +57,7 @@ func TestEnqueue_Invalid_9_1(t *testing.T) {
 		`{"type":"email.send","args":[],"options":{"queue":"Bad Queue"}}`: "options.queue",
 	} {
 		r := b.do(t, http.MethodPost, "/ojs/v1/jobs", body, nil)
-		d := r.wantError(t, http.StatusBadRequest, ojs.CodeInvalidRequest, false)
+		d := r.wantError(t, http.StatusBadRequest, ojs.CodeInvalidPayload, false)
 		if d["field"] != field {
 			t.Errorf("%s: details = %v, want field %s", body, d, field)
 		}
@@ -83,7 +83,7 @@ func TestEnqueueBatch_9_2(t *testing.T) {
 	}
 
 	r = b.do(t, http.MethodPost, "/ojs/v1/jobs/batch", `{"jobs":[{"type":"a.b","args":[]},{"args":[]}]}`, nil)
-	if d := r.wantError(t, http.StatusBadRequest, ojs.CodeInvalidRequest, false); d["field"] != "jobs[1].type" {
+	if d := r.wantError(t, http.StatusBadRequest, ojs.CodeInvalidPayload, false); d["field"] != "jobs[1].type" {
 		t.Errorf("details = %v", d)
 	}
 }
@@ -115,7 +115,7 @@ func TestGetJob_9_3(t *testing.T) {
 }
 
 // 9.4 CANCEL: {"job": {..., "state":"cancelled","cancelled_at","previous_state"}};
-// a terminal job is 409 invalid_request.
+// a terminal job is 409 conflict (ojs-errors.md 4.1 INVALID_STATE_TRANSITION).
 func TestCancelJob_9_4(t *testing.T) {
 	t.Parallel()
 	b := setup(t, Config{})
@@ -135,7 +135,7 @@ func TestCancelJob_9_4(t *testing.T) {
 
 	b.fake.err = &ojs.StateError{JobID: j.ID, Current: ojs.StateCompleted, Op: "cancel"}
 	d := b.do(t, http.MethodDelete, "/ojs/v1/jobs/"+j.ID, "", nil).
-		wantError(t, http.StatusConflict, ojs.CodeInvalidRequest, false)
+		wantError(t, http.StatusConflict, ojs.CodeConflict, false)
 	if d["current_state"] != "completed" || d["job_id"] != j.ID {
 		t.Errorf("details = %v", d)
 	}
@@ -157,20 +157,21 @@ func TestActivateJob_9_5(t *testing.T) {
 	}
 }
 
-// 16.2: malformed JSON is 400 naming the byte offset.
+// 16.2: malformed JSON is 400 naming the byte offset, code invalid_payload
+// (ojs-errors.md 4.1: "malformed JSON").
 func TestMalformedJSON(t *testing.T) {
 	t.Parallel()
 	b := setup(t, Config{})
 	for _, path := range []string{"/ojs/v1/workers/fetch", "/ojs/v1/workers/ack"} {
 		r := b.do(t, http.MethodPost, path, `{"queues": ["a",}`, nil)
-		r.wantError(t, http.StatusBadRequest, ojs.CodeInvalidRequest, false)
+		r.wantError(t, http.StatusBadRequest, ojs.CodeInvalidPayload, false)
 		if msg := r.obj(t, "error")["message"].(string); !strings.Contains(msg, "offset 17") {
 			t.Errorf("%s: message %q does not name the offset", path, msg)
 		}
 	}
 	for _, body := range []string{`[1]`, `"x"`, `null`, `{} {}`} {
 		r := b.do(t, http.MethodPost, "/ojs/v1/workers/ack", body, nil)
-		if d := r.wantError(t, http.StatusBadRequest, ojs.CodeInvalidRequest, false); d["field"] != "body" {
+		if d := r.wantError(t, http.StatusBadRequest, ojs.CodeInvalidPayload, false); d["field"] != "body" {
 			t.Errorf("%s: details = %v", body, d)
 		}
 	}

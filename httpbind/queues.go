@@ -66,10 +66,12 @@ func (s *server) queueStats(w http.ResponseWriter, r *http.Request) {
 	s.writeJSON(w, r, http.StatusOK, stats)
 }
 
-// queueState is the answer to pause and resume (11.3, 11.4).
+// queueState is the answer to pause and resume (11.3, 11.4). Paused
+// repeats Status as a boolean, as the admin API's queue objects carry it.
 type queueState struct {
 	Queue     string    `json:"queue"`
 	Status    string    `json:"status"`
+	Paused    bool      `json:"paused"`
 	PausedAt  *ojs.Time `json:"paused_at,omitempty"`
 	ResumedAt *ojs.Time `json:"resumed_at,omitempty"`
 }
@@ -97,7 +99,8 @@ func (s *server) setQueueState(w http.ResponseWriter, r *http.Request,
 		s.writeError(w, r, err)
 		return
 	}
-	out := queueState{Queue: info.Name, Status: info.Status, PausedAt: info.PausedAt, ResumedAt: info.ResumedAt}
+	out := queueState{Queue: info.Name, Status: info.Status, Paused: info.Status == ojs.QueuePaused,
+		PausedAt: info.PausedAt, ResumedAt: info.ResumedAt}
 	if out.Queue == "" {
 		out.Queue = name
 	}

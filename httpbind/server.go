@@ -108,6 +108,7 @@ func (s *server) routes() []route {
 	rs = append(rs, s.progressRoutes()...)
 	rs = append(rs, s.priorityAdminRoutes()...)
 	rs = append(rs, s.backpressureRoutes()...)
+	rs = append(rs, s.probeRoutes()...)
 	if s.cfg.MetricsHandler != nil {
 		rs = append(rs, route{http.MethodGet, "/metrics", s.cfg.MetricsHandler.ServeHTTP, body})
 	}
@@ -146,6 +147,7 @@ func (s *server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v
 		b, _ = json.Marshal(errorBody{Error: errorObject{
 			Code: ojs.CodeBackendError, Message: "internal server error", Retryable: true,
 			Details: map[string]any{}, RequestID: requestID(r.Context()),
+			Hint: defaultHint(apiError{status: status, code: ojs.CodeBackendError}),
 		}})
 	}
 	w.Header().Set("Content-Type", MediaType)

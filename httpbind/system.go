@@ -1,6 +1,7 @@
 package httpbind
 
 import (
+	"cmp"
 	"maps"
 	"math"
 	"net/http"
@@ -108,19 +109,56 @@ func (s *server) getManifest(w http.ResponseWriter, r *http.Request) {
 	s.writeJSON(w, r, http.StatusOK, s.manifest)
 }
 
-// health is GET /ojs/v1/health (8.1): 200 when the backend says "ok", 503
-// otherwise, with the same body shape.
+// health is GET /ojs/v1/health (8.1): 200 while the server serves (status
+// "ok", or "degraded" when JetStream answers slowly, as ojs-observability.md
+// 10.1 has it), 503 with the same body shape when the backend is unhealthy.
+// backend.status is "ok", "degraded" or "unhealthy"; backend.latency_ms an
+// integer.
 func (s *server) health(w http.ResponseWriter, r *http.Request) {
 	h := s.b.Health(r.Context())
 	if h.Version == "" {
 		h.Version = s.cfg.ServerVersion
 	}
 	status := http.StatusOK
-	if h.Status != "ok" {
+	if h.Status != "ok" && h.Backend.Status != ojs.BackendDegraded {
 		status = http.StatusServiceUnavailable
 		if h.Status == "" {
 			h.Status = "degraded"
 		}
 	}
 	s.writeJSON(w, r, status, h)
+}
+
+// probeRoutes are the process probes outside the OJS base path: GET
+// /health (liveness) and GET /ready (readiness), for load balancers and
+// orchestrators. Like every route they echo the client's X-Request-Id.
+func (s *server) probeRoutes() []route {
+	return []route{
+		{http.MethodGet, "/health", s.live, s.cfg.MaxBodyBytes},
+		{http.MethodGet, "/ready", s.ready, s.cfg.MaxBodyBytes},
+	}
+}
+
+// live is GET /health: 200 {"status":"ok"} whenever the process serves
+// HTTP. It asks the backend nothing, so a slow or lost JetStream does not
+// get a healthy process restarted; /ready reports that.
+func (s *server) live(w http.ResponseWriter, r *http.Request) {
+	s.writeJSON(w, r, http.StatusOK, struct {
+		Status string `json:"status"`
+	}{"ok"})
+}
+
+// ready is GET /ready: 200 {"status":"ok"} when JetStream answers and
+// jetgate's streams and buckets exist, else 503 {"status":"unavailable",
+// "reason", "missing"?} with Retry-After.
+func (s *server) ready(w http.ResponseWriter, r *http.Request) {
+	rd := s.b.Ready(r.Context())
+	if rd.Ready {
+		rd.Status = cmp.Or(rd.Status, "ok")
+		s.writeJSON(w, r, http.StatusOK, rd)
+		return
+	}
+	rd.Status = cmp.Or(rd.Status, "unavailable")
+	w.Header().Set("Retry-After", "1")
+	s.writeJSON(w, r, http.StatusServiceUnavailable, rd)
 }

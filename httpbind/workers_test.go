@@ -111,7 +111,7 @@ func TestAck_10_2(t *testing.T) {
 		wantError(t, http.StatusNotFound, ojs.CodeNotFound, false)
 	b.fake.err = &ojs.StateError{JobID: id, Current: ojs.StateCompleted, Expected: ojs.StateActive, Op: "ack"}
 	d = b.do(t, http.MethodPost, "/ojs/v1/workers/ack", `{"job_id":"`+id+`"}`, nil).
-		wantError(t, http.StatusConflict, ojs.CodeInvalidRequest, false)
+		wantError(t, http.StatusConflict, ojs.CodeConflict, false)
 	if d["expected_state"] != "active" {
 		t.Errorf("details = %v", d)
 	}

@@ -18,6 +18,11 @@ const (
 	CodeUnsupported      = "unsupported"
 	CodeConflict         = "conflict"
 	CodePayloadTooLarge  = "payload_too_large"
+	// CodeQueueFull is a backpressure refusal (429). It is written as
+	// ojs-errors.md 4.4 and ojs-backpressure.md 7.1 write it, the one
+	// code of the catalog the binding's lowercase table does not list
+	// (spec/README.md decision 8).
+	CodeQueueFull = "QUEUE_FULL"
 )
 
 // Sentinel errors. Wrap them (or use the typed errors below) so httpbind can
@@ -35,7 +40,8 @@ var (
 )
 
 // ValidationError names the field and the rule a request broke. It maps to
-// 400 invalid_request.
+// 400 invalid_request, or invalid_payload when it is about a job envelope
+// or a body that is not JSON (httpbind decides, it knows the request).
 type ValidationError struct {
 	Field    string // JSON path, e.g. "options.retry.max_attempts"
 	Rule     string // what was expected, e.g. "integer >= 1"
@@ -107,7 +113,10 @@ func (e *DuplicateError) Error() string {
 // Unwrap makes errors.Is(err, ErrDuplicate) true.
 func (e *DuplicateError) Unwrap() error { return ErrDuplicate }
 
-// QueuePausedError is an enqueue to a paused queue. 422 queue_paused.
+// QueuePausedError is an enqueue to a paused queue: 422 queue_paused in
+// the binding's vocabulary. jetgate's admission does not return it (a
+// paused queue accepts enqueues, spec/README.md decision 7); httpbind maps
+// it for any Backend that refuses them.
 type QueuePausedError struct {
 	Queue    string
 	PausedAt *Time

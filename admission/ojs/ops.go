@@ -2,6 +2,8 @@ package ojs
 
 import (
 	"encoding/json"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -43,8 +45,10 @@ type AckRequest struct {
 	Attempt int
 }
 
-// AckResult is the answer to an ACK.
+// AckResult is the answer to an ACK. ID repeats JobID: the official
+// clients read "id", the binding's example shows "job_id".
 type AckResult struct {
+	ID          string `json:"id"`
 	JobID       string `json:"job_id"`
 	State       State  `json:"state"`
 	CompletedAt *Time  `json:"completed_at"`
@@ -58,13 +62,17 @@ type NackRequest struct {
 	Attempt  int // as in AckRequest
 }
 
-// NackResult is the answer to a FAIL.
+// NackResult is the answer to a FAIL. ID repeats JobID as in AckResult.
+// RetryDelayMs, set when the job is retryable, is how many milliseconds
+// remain until the retry is due (NextAttemptAt - now, at least 0).
 type NackResult struct {
+	ID            string `json:"id"`
 	JobID         string `json:"job_id"`
 	State         State  `json:"state"`
 	Attempt       int    `json:"attempt"`
 	MaxAttempts   int    `json:"max_attempts"`
 	NextAttemptAt *Time  `json:"next_attempt_at,omitempty"`
+	RetryDelayMs  *int64 `json:"retry_delay_ms,omitempty"`
 	DiscardedAt   *Time  `json:"discarded_at,omitempty"`
 }
 
@@ -146,6 +154,13 @@ type QueueStatsCounts struct {
 	AvgDurationMs       float64 `json:"avg_duration_ms"`
 	AvgWaitMs           float64 `json:"avg_wait_ms"`
 	ThroughputPerSecond float64 `json:"throughput_per_second"`
+
+	// Depth and Bound are set on a bounded queue only (ojs-backpressure.md
+	// 3): its depth, the non-terminal jobs counted against its bound, and
+	// the bound on depth (max_depth; absent for a queue bounded by size
+	// alone).
+	Depth *int64 `json:"depth,omitempty"`
+	Bound *int64 `json:"bound,omitempty"`
 }
 
 // PageRequest selects a page of a list: Offset, or an opaque Cursor from a
@@ -185,13 +200,33 @@ type Health struct {
 	Backend       HealthBackend `json:"backend"`
 }
 
-// HealthBackend describes the NATS connection.
+// Backend health statuses (HealthBackend.Status).
+const (
+	BackendOK        = "ok"        // JetStream answered promptly
+	BackendDegraded  = "degraded"  // JetStream answered, slowly
+	BackendUnhealthy = "unhealthy" // JetStream did not answer
+)
+
+// HealthBackend describes the NATS connection. LatencyMs is an integer:
+// the official Go SDK decodes it into an int.
 type HealthBackend struct {
-	Type      string  `json:"type"`
-	Status    string  `json:"status"`
-	LatencyMs float64 `json:"latency_ms"`
-	Error     string  `json:"error,omitempty"`
-	Server    string  `json:"server,omitempty"`
+	Type      string `json:"type"`
+	Status    string `json:"status"`
+	LatencyMs int64  `json:"latency_ms"`
+	Error     string `json:"error,omitempty"`
+	Server    string `json:"server,omitempty"`
+}
+
+// Readiness is GET /ready: whether this process can serve requests.
+type Readiness struct {
+	Ready bool `json:"-"`
+	// Status is "ok" when ready, else "unavailable".
+	Status string `json:"status"`
+	// Reason says why the process is not ready.
+	Reason string `json:"reason,omitempty"`
+	// Missing names the JetStream streams (a bucket B as "KV_B") that
+	// should exist and do not.
+	Missing []string `json:"missing,omitempty"`
 }
 
 // Event is an OJS event envelope (ojs-events.md 2.1).
@@ -206,11 +241,51 @@ type Event struct {
 	Data            json.RawMessage `json:"data"`
 }
 
-// EventQuery filters GET /ojs/v1/events.
+// EventQuery filters GET /ojs/v1/events (ojs-events.md 6.4). Every
+// filter that is set must hold; a list holds when any of its items does.
+// Match applies them to one event, so any source of events filters alike.
 type EventQuery struct {
-	Types []string // empty: all
+	Types []string // empty: all; "job.*" every job event, "*" all
 	Limit int
 	Since time.Time
+	// Queues keeps events whose data.queue is one of them.
+	Queues []string
+	// JobTypes keeps events whose data.job_type is one of them.
+	JobTypes []string
+}
+
+// Match reports whether ev passes every filter of q (Limit aside).
+func (q EventQuery) Match(ev Event) bool {
+	if !q.Since.IsZero() && ev.Time.Before(q.Since) {
+		return false
+	}
+	if len(q.Types) > 0 && !slices.ContainsFunc(q.Types, func(t string) bool { return typeMatches(t, ev.Type) }) {
+		return false
+	}
+	if len(q.Queues) == 0 && len(q.JobTypes) == 0 {
+		return true
+	}
+	var d struct {
+		Queue   string `json:"queue"`
+		JobType string `json:"job_type"`
+	}
+	if json.Unmarshal(ev.Data, &d) != nil {
+		return false
+	}
+	return (len(q.Queues) == 0 || slices.Contains(q.Queues, d.Queue)) &&
+		(len(q.JobTypes) == 0 || slices.Contains(q.JobTypes, d.JobType))
+}
+
+// typeMatches matches an event type against a filter: the type itself,
+// "prefix.*" (every type under prefix) or "*".
+func typeMatches(filter, typ string) bool {
+	switch {
+	case filter == "*" || filter == typ:
+		return true
+	case strings.HasSuffix(filter, ".*"):
+		return strings.HasPrefix(typ, strings.TrimSuffix(filter, "*"))
+	}
+	return false
 }
 
 // PriorityChange answers PATCH /ojs/v1/jobs/{id} {"priority"}

@@ -35,7 +35,8 @@ const (
 // Recent returns the most recent events kept in the event stream, newest
 // first, at most q.Limit of them (default 100, at most 1000). q.Types keeps
 // only the given types; a type "job.*" keeps every job event and "*" keeps
-// everything. q.Since drops events whose time is before it.
+// everything. q.Since drops events whose time is before it; q.Queues and
+// q.JobTypes keep the events whose data names one of them (q.Match).
 //
 // Recent reads from the tail of the stream, never the whole stream: it
 // reads a window of the last Limit sequences through a short-lived
@@ -62,6 +63,7 @@ func (p *Publisher) Recent(ctx context.Context, q ojs.EventQuery) ([]ojs.Event, 
 		stream:  stream,
 		filters: filterSubjects(q.Types),
 		since:   q.Since,
+		q:       q,
 		limit:   min(limit, MaxRecentLimit),
 	}
 	r.out = make([]ojs.Event, 0, r.limit)
@@ -81,6 +83,7 @@ type recentReader struct {
 	stream  jetstream.Stream
 	filters []string
 	since   time.Time
+	q       ojs.EventQuery // applied to each event read (Match)
 	limit   int
 	out     []ojs.Event // newest first
 }
@@ -177,8 +180,8 @@ func (r *recentReader) open(ctx context.Context, seq uint64) (*window, error) {
 }
 
 // read pulls up to budget messages of w, stopping at the first one past
-// end or at the stream's tail. It returns the events that pass the Since
-// filter, oldest first, and how many messages it saw up to end.
+// end or at the stream's tail. It returns the events that match the
+// query, oldest first, and how many they are.
 func (r *recentReader) read(ctx context.Context, w *window, end, budget uint64) ([]ojs.Event, uint64, error) {
 	c := chunk{end: end}
 	for budget > 0 {
@@ -227,8 +230,10 @@ func (r *recentReader) fetch(ctx context.Context, w *window, c *chunk, n int) (i
 			cancel()
 			continue
 		}
-		c.matched++
+		// Only kept events count: the next window is sized by their
+		// density, which filters on data (queues, job types) lower.
 		if ev, ok := r.decode(msg.Data()); ok {
+			c.matched++
 			c.evs = append(c.evs, ev)
 		}
 		if meta.NumPending == 0 {
@@ -246,14 +251,14 @@ func (r *recentReader) fetch(ctx context.Context, w *window, c *chunk, n int) (i
 }
 
 // decode parses one stored event; messages that are not OJS envelopes, and
-// events before Since, are skipped.
+// events the query does not match, are skipped.
 func (r *recentReader) decode(data []byte) (ojs.Event, bool) {
 	var ev ojs.Event
 	if err := json.Unmarshal(data, &ev); err != nil || ev.Type == "" || ev.SpecVersion == "" {
 		r.p.cfg.Logger.Debug("skipping malformed event", "error", err)
 		return ev, false
 	}
-	if !r.since.IsZero() && ev.Time.Before(r.since) {
+	if !r.q.Match(ev) {
 		return ev, false
 	}
 	return ev, true

@@ -254,3 +254,45 @@ func TestNextSize(t *testing.T) {
 		t.Errorf("capped window: %d", got)
 	}
 }
+
+// ojs-events.md 6.4: queues and job_types filter on the data of events
+// (EventQuery.Match), with the types' subject filters. Sparse matches are
+// found by stepping back with windows sized by the density of kept events,
+// so a rare queue costs a few windows, not one per event.
+func TestRecentQueuesAndJobTypes_6_4(t *testing.T) {
+	t.Parallel()
+	p, b := setup(t, Config{})
+	ctx := testCtx(t)
+	// 3000 job.started events; every 200th is on queue "rare" (type
+	// r.x), the rest on "busy" (type b.x).
+	for i := range 3000 {
+		q, typ := "busy", "b.x"
+		if i%200 == 0 {
+			q, typ = "rare", "r.x"
+		}
+		p.PublishJob(TypeJobStarted, &ojs.Job{ID: fmt.Sprintf("s%d", i), Type: typ, Queue: q}, nil)
+	}
+	p.PublishQueue(TypeQueuePaused, "rare", "ops") // subject "rare", newest
+	waitStored(t, b, 3001)
+
+	got, err := p.Recent(ctx, ojs.EventQuery{Types: []string{TypeJobStarted}, Queues: []string{"rare"}, Limit: 5})
+	if err != nil || !slices.Equal(subjects(got), want(2800, 2000, 200)) {
+		t.Fatalf("Recent rare = %v, %v", subjects(got), err)
+	}
+	got, err = p.Recent(ctx, ojs.EventQuery{Queues: []string{"rare"}, Limit: 2})
+	if err != nil || !slices.Equal(subjects(got), []string{"rare", "s2800"}) {
+		t.Fatalf("Recent rare, any type = %v, %v", subjects(got), err)
+	}
+	before := p.read.Load()
+	got, err = p.Recent(ctx, ojs.EventQuery{JobTypes: []string{"r.x"}, Limit: 100})
+	if err != nil || !slices.Equal(subjects(got), want(2800, 0, 200)) {
+		t.Fatalf("Recent job type r.x = %v, %v", subjects(got), err)
+	}
+	if n := p.read.Load() - before; n > 3001 {
+		t.Errorf("read %d messages of 3001", n)
+	}
+	got, err = p.Recent(ctx, ojs.EventQuery{Queues: []string{"none"}, Limit: 10})
+	if err != nil || len(got) != 0 {
+		t.Fatalf("Recent of a queue without events = %v, %v", subjects(got), err)
+	}
+}

@@ -272,8 +272,9 @@ func exerciseSession(t *testing.T, c client) {
 	if !strings.Contains(names, "batch,") || !strings.Contains(names, "mail,") {
 		t.Fatalf("queues: %v", q)
 	}
+	// spec/README.md decision 7: a paused queue accepts enqueues.
 	c.must(200, "POST", "/ojs/v1/queues/batch/pause", nil)
-	if r := c.do("POST", "/ojs/v1/jobs", map[string]any{"type": "a.b", "args": []any{}, "options": map[string]any{"queue": "batch"}}); r.status != 422 {
+	if r := c.do("POST", "/ojs/v1/jobs", map[string]any{"type": "a.b", "args": []any{}, "options": map[string]any{"queue": "batch"}}); r.status != 201 {
 		t.Fatalf("enqueue to paused queue: %d %s", r.status, r.raw)
 	}
 	c.must(200, "POST", "/ojs/v1/queues/batch/resume", nil)
@@ -295,7 +296,7 @@ func exerciseSession(t *testing.T, c client) {
 	defer m.Body.Close()
 	text, _ := io.ReadAll(m.Body)
 	if m.StatusCode != 200 || !strings.Contains(string(text), "ojs_job_completed_total") ||
-		!strings.Contains(string(text), `ojs_queue_depth{queue="batch",state="available"} 2`) {
+		!strings.Contains(string(text), `ojs_queue_depth{queue="batch",state="available"} 3`) {
 		t.Fatalf("metrics: %d %s", m.StatusCode, text)
 	}
 }
