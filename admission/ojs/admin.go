@@ -160,7 +160,6 @@ type DeadRetention struct {
 	MaxAge string `json:"max_age"`
 }
 
-
 // Fail records a job the operation could not change.
 func (r *BulkResult) Fail(jobID, code string, err error) {
 	r.Failed++
