@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jetgate/jetgate/cmd/jetgate/app"
+	"github.com/jetgate/jetgate/jetstream/natstest"
 )
 
 // adminFixture is a jetgate with jobs in known states, for the operator API
@@ -33,7 +34,12 @@ func enqueueAdmin(c client, queue, typ string, extra map[string]any) string {
 // scheduled and 1 active; and in queue "mail" 1 available job.
 func setupAdmin(t *testing.T) adminFixture {
 	t.Helper()
-	s := startApp(t, app.Config{})
+	return setupAdminOn(t, app.Config{})
+}
+
+func setupAdminOn(t *testing.T, cfg app.Config) adminFixture {
+	t.Helper()
+	s := startApp(t, cfg)
 	c := client{t: t, base: s.URL()}
 	f := adminFixture{c: c}
 	// Jobs to finish first, so the available ones are what stays ready.
@@ -271,6 +277,38 @@ func TestAdminListJobs_ADM003(t *testing.T) {
 	// A cursor of the ready stream does not continue a listing of records.
 	c1 := get("state=available&per_page=1")
 	wantField(t, c.do("GET", "/ojs/v1/admin/jobs?state=completed&cursor="+url.QueryEscape(obj(c1["pagination"])["next_cursor"].(string)), nil), "cursor")
+}
+
+// ADM-003 on a 3-node cluster with R3 streams and buckets, where direct
+// gets are off and listings read one message get at a time from the
+// stream leader.
+func TestAdminListJobsClusterR3_ADM003(t *testing.T) {
+	t.Parallel()
+	cl := natstest.RunCluster(t, 3)
+	f := setupAdminOn(t, app.Config{NatsURL: cl.URLs(), Replicas: 3})
+	c := f.c
+	get := func(q string) map[string]any { return c.must(200, "GET", "/ojs/v1/admin/jobs?"+q, nil) }
+	wantIDs(t, "available", itemIDs(get("state=available&queue=orders")), f.available)
+	wantIDs(t, "discarded", itemIDs(get("state=discarded")), f.discarded)
+	var seen []string
+	q := "queue=orders&per_page=4"
+	for n := 0; ; n++ {
+		if n > 10 {
+			t.Fatal("cursor paging does not end")
+		}
+		b := get(q)
+		seen = append(seen, itemIDs(b)...)
+		pg := obj(b["pagination"])
+		if pg["has_more"] != true {
+			break
+		}
+		q = "queue=orders&per_page=4&cursor=" + url.QueryEscape(pg["next_cursor"].(string))
+	}
+	wantIDs(t, "cursor paging", seen, slices.Concat(f.available, f.completed, f.discarded, f.scheduled, f.active))
+	res := c.must(200, "POST", "/ojs/v1/admin/jobs/bulk/retry", map[string]any{"filter": map[string]any{"state": "discarded"}, "confirm": true})
+	if res["succeeded"] != float64(2) {
+		t.Fatalf("bulk retry: %v", res)
+	}
 }
 
 // ojs-admin-api.md 7.2 (ADM-004): the whole envelope with its errors and
