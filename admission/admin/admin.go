@@ -26,7 +26,7 @@ type Service interface {
 // Records is what the operator API reads from the job store.
 // *jobstore.Store implements it.
 type Records interface {
-	Get(ctx context.Context, id string) (*ojs.Job, uint64, error)
+	GetMany(ctx context.Context, ids []string) (map[string]*ojs.Job, error)
 	ScanReady(ctx context.Context, queue string, from uint64, max int, fn func(jobstore.ReadyEntry) bool) (jobstore.ScanPos, error)
 	ScanRecords(ctx context.Context, from uint64, max int, fn func(jobstore.RecordEntry) bool) (jobstore.ScanPos, error)
 }

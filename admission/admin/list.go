@@ -3,7 +3,6 @@ package admin
 import (
 	"context"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -139,88 +138,105 @@ func (a *Admin) position(q ojs.JobListQuery, per int) (cursor, int, error) {
 // whether anything may be left to read.
 func (a *Admin) walk(ctx context.Context, f ojs.JobFilter, cur cursor, budget int,
 	visit func(*ojs.Job) bool) (next cursor, more bool, scanned int, err error) {
-	for {
+	if cur.phase == phaseRecords {
 		stopped := false
-		var pos jobstore.ScanPos
-		if cur.phase == phaseRecords {
-			pos, err = a.rec.ScanRecords(ctx, cur.seq, budget-scanned, func(e jobstore.RecordEntry) bool {
-				j := e.Job
-				if j.State == ojs.StateAvailable || !f.Match(j) {
-					return true // available jobs are listed from the ready stream
-				}
-				stopped = !visit(j)
-				return !stopped
-			})
-		} else {
-			var rerr error
-			pos, err = a.rec.ScanReady(ctx, f.Queue, cur.seq, budget-scanned, func(e jobstore.ReadyEntry) bool {
-				j, err := a.readyJob(ctx, e)
-				if err != nil {
-					rerr = err
-					return false
-				}
-				if j == nil || !f.Match(j) {
-					return true
-				}
-				stopped = !visit(j)
-				return !stopped
-			})
-			err = cmpErr(err, rerr)
-		}
-		scanned += pos.Read
-		cur.seq = max(pos.Next, cur.seq)
-		if err != nil {
-			return cur, false, scanned, err
-		}
-		switch {
-		case !pos.Done:
-			return cur, true, scanned, nil
-		case cur.phase == phaseRecords && f.State == "" && !stopped:
-			cur.phase, cur.seq = phaseReady, 1
-			if scanned >= budget {
-				return cur, true, scanned, nil
+		pos, err := a.rec.ScanRecords(ctx, cur.seq, budget, func(e jobstore.RecordEntry) bool {
+			j := e.Job
+			if j.State == ojs.StateAvailable || !f.Match(j) {
+				return true // available jobs are listed from the ready stream
 			}
-		case stopped && cur.phase == phaseRecords && f.State == "":
-			// The page ended with the last record: the ready stream is next.
-			cur.phase, cur.seq = phaseReady, 1
-			return cur, true, scanned, nil
-		default:
+			stopped = !visit(j)
+			return !stopped
+		})
+		scanned, cur.seq = pos.Read, max(pos.Next, cur.seq)
+		if err != nil || !pos.Done {
+			return cur, err == nil, scanned, err
+		}
+		if f.State != "" {
 			return cur, false, scanned, nil
 		}
-	}
-}
-
-func cmpErr(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
-}
-
-// readyJob is the available job a ready message stands for, or nil when
-// the message is stale: the job's record moved on (another token, or no
-// longer available), or there is no record and the message does not carry
-// the job (its transition is in flight).
-func (a *Admin) readyJob(ctx context.Context, e jobstore.ReadyEntry) (*ojs.Job, error) {
-	rec, _, err := a.rec.Get(ctx, e.Ref.JobID)
-	switch {
-	case err == nil:
-		if rec.State == ojs.StateAvailable && rec.Internal.Token == e.Ref.Token {
-			return rec, nil
+		// Every state: the ready stream is next.
+		cur.phase, cur.seq = phaseReady, 1
+		if stopped || scanned >= budget {
+			return cur, true, scanned, nil
 		}
-		return nil, nil
-	case errors.Is(err, ojs.ErrNotFound):
-		if e.Job != nil && e.Job.Internal.Token == e.Ref.Token {
-			j := e.Job
-			if j.State == "" {
-				j.State = ojs.StateAvailable
+	}
+	pos, n, err := a.walkReady(ctx, f, cur.seq, budget-scanned, visit)
+	scanned += n
+	cur.seq = max(pos.Next, cur.seq)
+	if err != nil {
+		return cur, false, scanned, err
+	}
+	return cur, !pos.Done, scanned, nil
+}
+
+// readyChunk is how many ready messages walkReady reads before looking up
+// their jobs' records in one batch.
+const readyChunk = 100
+
+// walkReady visits the available jobs matching f among the ready messages
+// from sequence from on, reading at most budget messages: a chunk of ready
+// messages at a time, then their jobs' records in one batched read. pos.Next
+// is after the last message visited or skipped.
+func (a *Admin) walkReady(ctx context.Context, f ojs.JobFilter, from uint64, budget int,
+	visit func(*ojs.Job) bool) (pos jobstore.ScanPos, read int, err error) {
+	pos.Next = from
+	for read < budget {
+		var entries []jobstore.ReadyEntry
+		p, err := a.rec.ScanReady(ctx, f.Queue, pos.Next, min(readyChunk, budget-read), func(e jobstore.ReadyEntry) bool {
+			entries = append(entries, e)
+			return true
+		})
+		read += p.Read
+		if err != nil {
+			return pos, read, err
+		}
+		ids := make([]string, len(entries))
+		for i, e := range entries {
+			ids[i] = e.Ref.JobID
+		}
+		recs, err := a.rec.GetMany(ctx, ids)
+		if err != nil {
+			return pos, read, err
+		}
+		for i, e := range entries {
+			j := readyJob(e, recs[e.Ref.JobID])
+			if j == nil || !f.Match(j) {
+				continue
 			}
-			return j, nil
+			if !visit(j) {
+				pos.Next = e.Seq + 1
+				pos.Done = p.Done && i == len(entries)-1
+				return pos, read, nil
+			}
 		}
-		return nil, nil
-	default:
-		return nil, err
+		pos.Next, pos.Done = max(p.Next, pos.Next), p.Done
+		if p.Done {
+			return pos, read, nil
+		}
 	}
+	return pos, read, nil
+}
+
+// readyJob is the available job a ready message stands for, given the
+// job's record (nil: none), or nil when the message is stale: the record
+// moved on (another token, or no longer available), or there is no record
+// and the message does not carry the job (its transition is in flight).
+func readyJob(e jobstore.ReadyEntry, rec *ojs.Job) *ojs.Job {
+	if rec != nil {
+		if rec.State == ojs.StateAvailable && rec.Internal.Token == e.Ref.Token {
+			return rec
+		}
+		return nil
+	}
+	if e.Job != nil && e.Job.Internal.Token == e.Ref.Token {
+		j := e.Job
+		if j.State == "" {
+			j.State = ojs.StateAvailable
+		}
+		return j
+	}
+	return nil
 }
 
 // count is the number of jobs a filter without type or time bounds
