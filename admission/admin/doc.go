@@ -21,9 +21,20 @@
 //     job).
 //
 // A listing therefore reads messages from where its cursor stands until
-// its page is full: about per_page messages (plus one record read per
-// ready message) when the filter matches most jobs, more when it is
-// selective. Each request reads at most Config.MaxScan messages; a page
+// its page is full: about per_page messages when the filter matches most
+// jobs, more when it is selective. Ready messages are read 100 at a time
+// and their jobs' records looked up with one batched direct get (one get
+// per record where direct gets are off: replicated streams). Records are
+// read whatever their queue, so a queue filter on states other than
+// available does not narrow what is read; a queue filter on available
+// jobs does (the queue's ready subjects only).
+//
+// Measured over 50,000 available jobs (2 cores, file storage): a page of
+// 100 available jobs, 3.9 ms, the same at 80% depth by cursor; a request
+// whose filter matches nothing reads its whole budget of 10,000 messages in
+// 0.35-0.39 s; stats with one queue, 0.6 ms. None of these depend on the
+// number of jobs but the last one: walking all of 1,000,000 jobs with a
+// filter that matches none takes 100 requests, about 40 s. Each request reads at most Config.MaxScan messages; a page
 // that ran out of budget comes back short with has_more and a cursor to
 // go on from. Page numbers are served by skipping matches from the start,
 // so they are bounded (Config.MaxOffset); cursors cost the same at any
