@@ -330,6 +330,14 @@ func TestAdminJobDetail_ADM004(t *testing.T) {
 	if r := c.do("GET", "/ojs/v1/admin/jobs/019503e1-7b2a-7000-8000-000000000001", nil); r.status != 404 {
 		t.Fatalf("unknown job: %d %s", r.status, r.raw)
 	}
+	// 7.4: retry under the admin prefix, the dead letter retry: attempts reset.
+	r := c.must(200, "POST", "/ojs/v1/admin/jobs/"+f.discarded[0]+"/retry", nil)
+	if obj(r["job"])["state"] != "available" || obj(r["job"])["attempt"] != float64(0) {
+		t.Fatalf("admin retry: %v", r)
+	}
+	if r := c.do("POST", "/ojs/v1/admin/jobs/"+f.completed[0]+"/retry", nil); r.status != 404 {
+		t.Fatalf("admin retry of a completed job: %d %s", r.status, r.raw)
+	}
 }
 
 // ojs-admin-api.md 4 and 8 (ADM-007, ADM-R005): bulk operations refuse to
