@@ -109,6 +109,7 @@ func (s *server) routes() []route {
 	rs = append(rs, s.priorityAdminRoutes()...)
 	rs = append(rs, s.backpressureRoutes()...)
 	rs = append(rs, s.probeRoutes()...)
+	rs = append(rs, s.adminRoutes()...)
 	if s.cfg.MetricsHandler != nil {
 		rs = append(rs, route{http.MethodGet, "/metrics", s.cfg.MetricsHandler.ServeHTTP, body})
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetgate/jetgate/admission"
+	"github.com/jetgate/jetgate/admission/admin"
 	"github.com/jetgate/jetgate/admission/metrics"
 	"github.com/jetgate/jetgate/httpbind"
 	"github.com/jetgate/jetgate/jetstream/embedded"
@@ -146,8 +147,19 @@ func (s *Server) start(ctx context.Context) error {
 	return s.serveHTTP()
 }
 
+// backend is what the HTTP binding serves: the admission service and the
+// operator API (admission/admin) beside it.
+type backend struct {
+	*admission.Service
+	*admin.Admin
+}
+
 func (s *Server) serveHTTP() error {
-	h, err := httpbind.New(s.svc, httpbind.Config{
+	adm, err := admin.New(s.svc, s.svc.Store(), admin.Config{DeadRetention: s.cfg.DeadRetention})
+	if err != nil {
+		return err
+	}
+	h, err := httpbind.New(backend{s.svc, adm}, httpbind.Config{
 		MaxBodyBytes:            s.cfg.MaxBodyBytes,
 		Logger:                  s.log.With("component", "http"),
 		Extensions:              Extensions,
