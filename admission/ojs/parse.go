@@ -217,7 +217,7 @@ func specVersionOK(v string) bool {
 	return v == "1.0" || len(v) > 4 && v[:4] == "1.0." && '0' <= v[4] && v[4] <= '9'
 }
 
-const typeRule = `a dot-separated job type such as "email.send" (segments [a-z][a-z0-9_]*, at most 255 characters)`
+const typeRule = `a dot-separated job type such as "email.send-v2" (segments [a-z][a-z0-9_-]*, at most 255 characters)`
 
 // parsePayload reads type, args, meta (merged with options.metadata) and schema.
 func parsePayload(j *Job, top, opts object) error {
@@ -256,7 +256,11 @@ func parsePayload(j *Job, top, opts object) error {
 	return nil
 }
 
-// validType checks the type pattern of ojs-core.md 5.1.
+// validType checks the type pattern of ojs-core.md 5.1, widened to take
+// hyphens after a segment's first letter because clients send such types
+// ("retry.test.exponential-backoff", "email.send-v2"). Empty segments,
+// uppercase, whitespace and the subject wildcards '*' and '>' stay refused;
+// the type never becomes a subject token or KV key.
 func validType(s string) bool {
 	if len(s) == 0 || len(s) > MaxTypeLength {
 		return false
@@ -272,7 +276,7 @@ func validType(s string) bool {
 			start = true
 		case 'a' <= c && c <= 'z':
 			start = false
-		case '0' <= c && c <= '9' || c == '_':
+		case '0' <= c && c <= '9' || c == '_' || c == '-':
 			if start {
 				return false
 			}

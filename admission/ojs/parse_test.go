@@ -281,6 +281,20 @@ func withTypeArgs(body string) string {
 	return strings.Replace(body, `,}`, `}`, 1)
 }
 
+// TestParseJobTypeHyphensAndDigits: clients send types whose segments hold
+// hyphens and digits after the first letter (issue 16, core 5.1 widened);
+// the longest accepted type is 255 characters.
+func TestParseJobTypeHyphensAndDigits(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("a", 255)
+	for _, typ := range []string{"retry.test.exponential-backoff", "email.send-v2", "a-b_c-9.x1", "e--x", "email.send-", long} {
+		j := mustParse(t, `{"type":"`+typ+`","args":[]}`)
+		if j.Type != typ {
+			t.Errorf("Type = %q, want %q", j.Type, typ)
+		}
+	}
+}
+
 func TestParseJobRejects(t *testing.T) {
 	t.Parallel()
 	long := strings.Repeat("a", 256)
@@ -302,7 +316,11 @@ func TestParseJobRejects(t *testing.T) {
 		{"type double dot", `{"type":"email..send","args":[]}`, "type", nil},
 		{"type segment starts with digit", `{"type":"email.2send","args":[]}`, "type", nil},
 		{"type segment starts with underscore", `{"type":"_email","args":[]}`, "type", nil},
-		{"type hyphen", `{"type":"email-send","args":[]}`, "type", nil},
+		{"type segment starts with hyphen", `{"type":"email.-send","args":[]}`, "type", []string{"[a-z][a-z0-9_-]*"}},
+		{"type space", `{"type":"email send","args":[]}`, "type", []string{"[a-z][a-z0-9_-]*"}},
+		{"type star", `{"type":"email.*","args":[]}`, "type", nil},
+		{"type gt", `{"type":"email.>","args":[]}`, "type", nil},
+		{"type star inside", `{"type":"email.se*nd","args":[]}`, "type", nil},
 		{"type too long", `{"type":"` + long + `","args":[]}`, "type", []string{"255"}},
 		// args (core 5.1, binding 9.1).
 		{"args missing", `{"type":"a"}`, "args", []string{"'args' is required"}},
