@@ -201,8 +201,9 @@ func parseIdentity(j *Job, top, _ object) error {
 		j.ID = NewID()
 		return nil
 	}
-	// ojs-json-format.md 6.2: accept uppercase hex, always produce lowercase.
-	s = strings.ToLower(s)
+	// ojs-core.md 5.1: a lowercase UUIDv7. An uppercase id is refused, not
+	// lowercased (ojs-json-format.md 6.2 would accept it): the client keeps
+	// the id it sent, and a lowercased job would not be found under it.
 	if !validID(s) {
 		return invalid(c, idRule)
 	}

@@ -249,8 +249,6 @@ func TestParseJobPlacements(t *testing.T) {
 		{"specversion 1.0.2", `{"specversion":"1.0.2"}`, func(j *Job) bool { return j.SpecVersion == "1.0" }},
 		{"client id kept (core 5.1)", `{"id":"019461a8-1a2b-7c3d-8e4f-5a6b7c8d9e0f"}`,
 			func(j *Job) bool { return j.ID == "019461a8-1a2b-7c3d-8e4f-5a6b7c8d9e0f" }},
-		{"uppercase id lowercased (json-format 6.2)", `{"id":"019461A8-1A2B-7C3D-8E4F-5A6B7C8D9E0F"}`,
-			func(j *Job) bool { return j.ID == "019461a8-1a2b-7c3d-8e4f-5a6b7c8d9e0f" }},
 		{"empty id generates one", `{"id":""}`, func(j *Job) bool { return ValidID(j.ID) == nil }},
 		{"type with digits and underscores", `{"type":"data.etl_2.transform"}`, func(j *Job) bool { return j.Type == "data.etl_2.transform" }},
 		{"type of 255 characters", `{"type":"` + strings.Repeat("a", 255) + `"}`, func(j *Job) bool { return len(j.Type) == 255 }},
@@ -343,6 +341,9 @@ func TestParseJobRejects(t *testing.T) {
 		// id (core 5.1).
 		{"id v4", `{"id":"9b2c7a3e-2f4d-4c1e-8a6b-1d2e3f4a5b6c","type":"a","args":[]}`, "id", []string{"UUIDv7"}},
 		{"id garbage", `{"id":"job-1","type":"a","args":[]}`, "id", []string{`"job-1"`}},
+		// Core 5.1: a client id must be a lowercase UUIDv7; uppercase is refused, not lowercased.
+		{"id uppercase core 5.1", `{"id":"019461A8-1A2B-7C3D-8E4F-5A6B7C8D9E0F","type":"a","args":[]}`, "id", []string{"lowercase UUIDv7", "019461A8"}},
+		{"id mixed case core 5.1", `{"id":"019461a8-1a2b-7c3d-8e4f-5a6b7c8d9e0F","type":"a","args":[]}`, "id", []string{"lowercase UUIDv7"}},
 		{"id number", `{"id":1,"type":"a","args":[]}`, "id", []string{"received number"}},
 		// queue (core 5.1).
 		{"queue uppercase", `{"type":"a","args":[],"queue":"Email"}`, "queue", []string{`"Email"`}},
@@ -719,7 +720,9 @@ func TestParseBatch(t *testing.T) {
 		{"conflict names prefixed fields", `{"jobs":[{"type":"a","args":[]},{"type":"a","args":[],"priority":1,"options":{"priority":2}}]}`,
 			"jobs[1].options.priority", []string{"'jobs[1].priority'", "'jobs[1].options.priority'"}},
 		{"duplicate client ids", `{"jobs":[{"id":"019539a4-b68c-7def-8000-1a2b3c4d5e6f","type":"a","args":[]},
-		  {"id":"019539A4-B68C-7DEF-8000-1A2B3C4D5E6F","type":"a","args":[]}]}`, "jobs[1].id", []string{"jobs[0]"}},
+		  {"id":"019539a4-b68c-7def-8000-1a2b3c4d5e6f","type":"a","args":[]}]}`, "jobs[1].id", []string{"jobs[0]"}},
+		{"uppercase client id core 5.1", `{"jobs":[{"type":"a","args":[]},{"id":"019539A4-B68C-7DEF-8000-1A2B3C4D5E6F","type":"a","args":[]}]}`,
+			"jobs[1].id", []string{"lowercase UUIDv7"}},
 	}
 	runErrCases(t, func(b []byte) error { _, err := ParseBatch(b); return err }, tests)
 	t.Run("too many jobs", func(t *testing.T) {

@@ -79,3 +79,28 @@ func TestHTTPFetchCountAboveCap(t *testing.T) {
 		t.Fatalf("fetch count 5000 returned %d jobs, want the 2 enqueued", len(got))
 	}
 }
+
+// A client-supplied job id must be a lowercase UUIDv7 (ojs-core.md 5.1): an
+// uppercase one is 400 naming id, not silently lowercased (the client would
+// keep an id under which no job is found). A path id that is no job id still
+// names no job: 404.
+func TestHTTPUppercaseClientIDRefused(t *testing.T) {
+	t.Parallel()
+	s := startApp(t, app.Config{})
+	c := client{t: t, base: s.URL()}
+	upper := "019539A4-B68C-7DEF-8000-1A2B3C4D5E6F"
+	wantInvalid(t, c.do("POST", "/ojs/v1/jobs", map[string]any{"id": upper, "type": "id.test", "args": []any{}}), "id", "lowercase UUIDv7")
+	r := c.do("POST", "/ojs/v1/jobs/batch", map[string]any{"jobs": []any{map[string]any{"id": upper, "type": "id.test", "args": []any{}}}})
+	wantInvalid(t, r, "jobs[0].id", "lowercase UUIDv7")
+	if r := c.do("GET", "/ojs/v1/jobs/"+upper, nil); r.status != 404 {
+		t.Errorf("GET of an uppercase path id: %d, want 404: %s", r.status, r.raw)
+	}
+	if r := c.do("DELETE", "/ojs/v1/jobs/"+upper, nil); r.status != 404 {
+		t.Errorf("DELETE of an uppercase path id: %d, want 404: %s", r.status, r.raw)
+	}
+	lower := strings.ToLower(upper)
+	j := obj(c.must(201, "POST", "/ojs/v1/jobs", map[string]any{"id": lower, "type": "id.test", "args": []any{}})["job"])
+	if j["id"] != lower {
+		t.Fatalf("lowercase client id came back as %v", j["id"])
+	}
+}
