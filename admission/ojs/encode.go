@@ -268,6 +268,9 @@ func appendTimeField(b []byte, key string, t *Time) []byte {
 }
 
 func appendTime(b []byte, t *Time) []byte {
+	if t.text != "" {
+		return appendString(b, t.text) // the client's text (time.go)
+	}
 	b = append(b, '"')
 	b = t.UTC().AppendFormat(b, TimeFormat)
 	return append(b, '"')

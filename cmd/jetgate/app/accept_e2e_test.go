@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jetgate/jetgate/cmd/jetgate/app"
+	"github.com/jetgate/jetgate/jetstream/natstest"
 )
 
 // Issue 16, "accept what clients send": behaviour that crosses the HTTP
@@ -102,5 +103,69 @@ func TestHTTPUppercaseClientIDRefused(t *testing.T) {
 	j := obj(c.must(201, "POST", "/ojs/v1/jobs", map[string]any{"id": lower, "type": "id.test", "args": []any{}})["job"])
 	if j["id"] != lower {
 		t.Fatalf("lowercase client id came back as %v", j["id"])
+	}
+}
+
+// scheduled_at, delay_until and expires_at are echoed exactly as the client
+// gave them in every later rendering, also by another jetgate process that
+// reads the record from JetStream (issue 16); "+<ISO 8601 duration>" is
+// counted from now and shown as the absolute time it resolved to, in
+// jetgate's format; a time in the past means now, it is not refused.
+func TestHTTPTimestampsEchoedAsGiven(t *testing.T) {
+	t.Parallel()
+	ns := natstest.RunServer(t)
+	a := startApp(t, app.Config{NatsURL: ns.ClientURL()})
+	b := startApp(t, app.Config{NatsURL: ns.ClientURL()})
+	ca, cb := client{t: t, base: a.URL()}, client{t: t, base: b.URL()}
+
+	far := obj(ca.must(201, "POST", "/ojs/v1/jobs", map[string]any{"type": "time.test", "args": []any{},
+		"options": map[string]any{"queue": "times", "delay_until": "2099-12-31T23:59:59Z", "expires_at": "2100-01-02T03:04:05+02:00"}})["job"])
+	off := obj(ca.must(201, "POST", "/ojs/v1/jobs", map[string]any{"type": "time.test", "args": []any{},
+		"queue": "times", "scheduled_at": "2026-01-02T03:04:05+02:00"})["job"])
+	for _, c := range []client{ca, cb} {
+		j := obj(c.must(200, "GET", "/ojs/v1/jobs/"+far["id"].(string), nil)["job"])
+		if j["scheduled_at"] != "2099-12-31T23:59:59Z" || j["expires_at"] != "2100-01-02T03:04:05+02:00" || j["state"] != "scheduled" {
+			t.Errorf("GET via %s: scheduled_at %v, expires_at %v, state %v; want as given, scheduled", c.base, j["scheduled_at"], j["expires_at"], j["state"])
+		}
+	}
+	if far["scheduled_at"] != "2099-12-31T23:59:59Z" {
+		t.Errorf("enqueue response scheduled_at %v", far["scheduled_at"])
+	}
+	// A time in the past (2026-01-02 is before this test runs) means now:
+	// the job is available at once, and still shows the time as given,
+	// also when fetched by a worker of the other process.
+	if off["state"] != "available" {
+		t.Errorf("job scheduled in the past: state %v, want available", off["state"])
+	}
+	got := waitFetch(cb, 10*time.Second, "times")
+	if got["id"] != off["id"] || got["scheduled_at"] != "2026-01-02T03:04:05+02:00" {
+		t.Errorf("fetched %v, want %v with scheduled_at as given", got["id"], off["id"])
+	}
+	cb.must(200, "POST", "/ojs/v1/workers/ack", map[string]any{"job_id": off["id"]})
+	done := obj(ca.must(200, "GET", "/ojs/v1/jobs/"+off["id"].(string), nil)["job"])
+	if done["scheduled_at"] != "2026-01-02T03:04:05+02:00" || done["state"] != "completed" {
+		t.Errorf("completed job: scheduled_at %v, state %v", done["scheduled_at"], done["state"])
+	}
+	// jetgate's own timestamps keep their format.
+	if s, _ := done["created_at"].(string); len(s) != len("2006-01-02T15:04:05.000Z") || !strings.HasSuffix(s, "Z") {
+		t.Errorf("created_at %q is not in jetgate's format", s)
+	}
+
+	// Relative: +PT1S is now + 1 s, shown as that absolute time.
+	before := time.Now()
+	rel := obj(ca.must(201, "POST", "/ojs/v1/jobs", map[string]any{"type": "time.test", "args": []any{},
+		"options": map[string]any{"queue": "relative", "delay_until": "+PT1S"}})["job"])
+	at, err := time.Parse("2006-01-02T15:04:05.000Z", rel["scheduled_at"].(string))
+	if err != nil || at.Before(before.Add(time.Second-time.Millisecond)) || at.After(time.Now().Add(time.Second)) {
+		t.Fatalf("+PT1S shown as %v (%v), want now + 1s in jetgate's format", rel["scheduled_at"], err)
+	}
+	if rel["state"] != "scheduled" {
+		t.Errorf("+PT1S job state %v, want scheduled", rel["state"])
+	}
+	if j := obj(cb.must(200, "GET", "/ojs/v1/jobs/"+rel["id"].(string), nil)["job"]); j["scheduled_at"] != rel["scheduled_at"] {
+		t.Errorf("other process shows scheduled_at %v, want %v", j["scheduled_at"], rel["scheduled_at"])
+	}
+	if j := waitFetch(cb, 15*time.Second, "relative"); j["id"] != rel["id"] {
+		t.Errorf("fetched %v, want the +PT1S job", j["id"])
 	}
 }
