@@ -126,6 +126,9 @@ func (j *Job) AppendJSON(b []byte) ([]byte, error) {
 			return nil, err
 		}
 	}
+	if j.ProgressMessage != "" {
+		b = appendString(append(b, `,"progress_message":`...), j.ProgressMessage)
+	}
 	b = appendTimeField(b, `,"progress_updated_at":`, j.ProgressUpdatedAt)
 	if len(j.LastCheckpoint) > 0 {
 		b = append(b, `,"last_checkpoint":`...)

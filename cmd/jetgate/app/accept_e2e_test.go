@@ -169,3 +169,43 @@ func TestHTTPTimestampsEchoedAsGiven(t *testing.T) {
 		t.Errorf("fetched %v, want the +PT1S job", j["id"])
 	}
 }
+
+// A progress update carries a message beside progress and data (what the
+// SDKs send; issue 16): progress out of range is clamped, never refused
+// (ojs-progress.md PRG-002), and GET .../progress returns progress, message
+// and data, from another jetgate process too (the message is on the record).
+func TestHTTPProgressMessage(t *testing.T) {
+	t.Parallel()
+	ns := natstest.RunServer(t)
+	a := startApp(t, app.Config{NatsURL: ns.ClientURL()})
+	b := startApp(t, app.Config{NatsURL: ns.ClientURL()})
+	ca, cb := client{t: t, base: a.URL()}, client{t: t, base: b.URL()}
+	id := obj(ca.must(201, "POST", "/ojs/v1/jobs", map[string]any{"type": "report.build", "args": []any{}, "queue": "msg"})["job"])["id"].(string)
+	if p := ca.must(200, "GET", "/ojs/v1/jobs/"+id+"/progress", nil); p["message"] != nil || p["progress"] != nil {
+		t.Fatalf("progress before any report: %v", p)
+	}
+	waitFetch(ca, 10*time.Second, "msg")
+	p := ca.must(200, "PUT", "/ojs/v1/jobs/"+id+"/progress", map[string]any{"progress": 1.7, "message": "rendering page 3 of 9",
+		"data": map[string]any{"page": 3}})
+	if p["progress"] != 1.0 || p["message"] != "rendering page 3 of 9" || obj(p["data"])["page"] != 3.0 {
+		t.Fatalf("PUT progress 1.7 with message: %v", p)
+	}
+	for _, c := range []client{ca, cb} {
+		g := c.must(200, "GET", "/ojs/v1/jobs/"+id+"/progress", nil)
+		if g["progress"] != 1.0 || g["message"] != "rendering page 3 of 9" || obj(g["data"])["page"] != 3.0 || g["state"] != "active" {
+			t.Errorf("GET progress via %s: %v", c.base, g)
+		}
+	}
+	// An update without a message keeps the last one; -3 clamps to 0 and
+	// progress never goes backwards (PRG-003), so it stays 1.
+	cb.must(200, "PUT", "/ojs/v1/jobs/"+id+"/progress", map[string]any{"progress": -3})
+	if g := ca.must(200, "GET", "/ojs/v1/jobs/"+id+"/progress", nil); g["message"] != "rendering page 3 of 9" || g["progress"] != 1.0 {
+		t.Errorf("after an update without message: %v", g)
+	}
+	cb.must(200, "PUT", "/ojs/v1/jobs/"+id+"/progress", map[string]any{"message": "uploading"})
+	ca.must(200, "POST", "/ojs/v1/workers/ack", map[string]any{"job_id": id})
+	if g := cb.must(200, "GET", "/ojs/v1/jobs/"+id+"/progress", nil); g["message"] != "uploading" || g["state"] != "completed" {
+		t.Errorf("message after completion (8.3, kept with the record): %v", g)
+	}
+	wantInvalid(t, ca.do("PUT", "/ojs/v1/jobs/"+id+"/progress", map[string]any{"progress": 0.5, "message": 12}), "message", "a string")
+}
