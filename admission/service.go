@@ -157,6 +157,7 @@ type Service struct {
 	snapAge    time.Duration
 	pullers    sync.Map // queue name -> *puller
 	creating   sync.Map // job id -> chan struct{}, closed when its create is done
+	limitKeys  knownKeys // rate limit keys known to have an entry (limitkeys.go)
 
 	mu       sync.Mutex
 	running  bool

@@ -437,6 +437,9 @@ func parsePolicies(j *Job, top, opts object) error {
 	set(&r, &j.Unique, parseObject, jsonEqual, top.cand("unique"), opts.cand("unique"))
 	set(&r, &j.Pending, parseBool, same, opts.cand("pending"))
 	set(&r, &j.RateLimit, parseRateLimit, sameRateLimit, top.cand("rate_limit"), opts.cand("rate_limit"))
+	if r.err == nil && j.RateLimit != nil && j.RateLimit.Key == "" {
+		j.RateLimit.Key = j.Queue // shorthand without a key is keyed by the queue (shorthand.go)
+	}
 	return r.err
 }
 

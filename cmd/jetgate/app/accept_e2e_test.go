@@ -209,3 +209,88 @@ func TestHTTPProgressMessage(t *testing.T) {
 	}
 	wantInvalid(t, ca.do("PUT", "/ojs/v1/jobs/"+id+"/progress", map[string]any{"progress": 0.5, "message": 12}), "message", "a string")
 }
+
+// Rate limit shorthand (issue 16): {"rate": N, "period": "minute"} is a
+// window of N per period and {"max_per_second": N} a throttle of N per
+// second keyed by the queue when no key is given. A key named by an
+// enqueued job can be inspected at once (ojs-rate-limiting.md 10.1): GET
+// /ojs/v1/rate-limits/{key} answers 200 with its policy before the first
+// start, from every jetgate process.
+func TestHTTPRateLimitShorthandInspectableAtOnce(t *testing.T) {
+	t.Parallel()
+	ns := natstest.RunServer(t)
+	a := startApp(t, app.Config{NatsURL: ns.ClientURL()})
+	b := startApp(t, app.Config{NatsURL: ns.ClientURL()})
+	ca, cb := client{t: t, base: a.URL()}, client{t: t, base: b.URL()}
+	cb.must(404, "GET", "/ojs/v1/rate-limits/tenant:acme", nil)
+
+	// Scheduled far ahead: no start can happen during the test.
+	later := map[string]any{"queue": "mail", "delay_until": "2099-01-01T00:00:00Z"}
+	job := func(rl map[string]any) map[string]any {
+		opts := map[string]any{"rate_limit": rl}
+		for k, v := range later {
+			opts[k] = v
+		}
+		return map[string]any{"type": "mail.send", "args": []any{}, "options": opts}
+	}
+	ca.must(201, "POST", "/ojs/v1/jobs", job(map[string]any{"key": "tenant:acme", "rate": 100, "period": "minute"}))
+	for _, c := range []client{ca, cb} {
+		st := c.must(200, "GET", "/ojs/v1/rate-limits/tenant:acme", nil)
+		rate := obj(obj(st["policy"])["rate"])
+		if st["key"] != "tenant:acme" || rate["limit"] != 100.0 || rate["period"] != "PT1M" {
+			t.Fatalf("GET via %s before the first start: %v", c.base, st)
+		}
+	}
+	// max_per_second without a key: a throttle keyed by the queue.
+	cb.must(201, "POST", "/ojs/v1/jobs", job(map[string]any{"max_per_second": 5}))
+	st := ca.must(200, "GET", "/ojs/v1/rate-limits/mail", nil)
+	if th := obj(obj(st["policy"])["throttle"]); st["key"] != "mail" || th["limit"] != 5.0 || th["period"] != "PT1S" {
+		t.Fatalf("max_per_second policy: %v", st)
+	}
+	// A stricter job from the other process tightens the stored policy.
+	cb.must(201, "POST", "/ojs/v1/jobs", job(map[string]any{"key": "tenant:acme", "rate": 10, "period": "minute", "concurrency": 3}))
+	st = ca.must(200, "GET", "/ojs/v1/rate-limits/tenant:acme", nil)
+	if p := obj(st["policy"]); obj(p["rate"])["limit"] != 10.0 || p["concurrency"] != 3.0 {
+		t.Fatalf("policy after a stricter job from another process: %v", st)
+	}
+	// Shorthand and full form setting the same limit: 400 naming both.
+	r := ca.do("POST", "/ojs/v1/jobs", job(map[string]any{"max_per_second": 5, "throttle": map[string]any{"limit": 1, "period": "PT1S"}}))
+	wantInvalid(t, r, "options.rate_limit.max_per_second", "options.rate_limit.throttle")
+	r = ca.do("POST", "/ojs/v1/jobs", job(map[string]any{"key": "k", "rate": 5}))
+	wantInvalid(t, r, "options.rate_limit.period", "minute")
+}
+
+// Shorthand limits hold like the full form (RL-002/RL-003): with
+// max_per_second 2 on the queue, starts of its jobs are at least 500 ms
+// apart.
+func TestHTTPRateLimitMaxPerSecondThrottles(t *testing.T) {
+	t.Parallel()
+	s := startApp(t, app.Config{})
+	c := client{t: t, base: s.URL()}
+	for i := range 3 {
+		c.must(201, "POST", "/ojs/v1/jobs", map[string]any{"type": "t.t", "args": []any{i},
+			"options": map[string]any{"queue": "thr", "rate_limit": map[string]any{"max_per_second": 2}}})
+	}
+	var starts []time.Time
+	deadline := time.Now().Add(20 * time.Second)
+	for len(starts) < 3 && time.Now().Before(deadline) {
+		if j := fetchOne(c, "thr"); j != nil {
+			at, err := time.Parse(time.RFC3339Nano, j["started_at"].(string))
+			if err != nil {
+				t.Fatal(err)
+			}
+			starts = append(starts, at)
+			c.must(200, "POST", "/ojs/v1/workers/ack", map[string]any{"job_id": j["id"]})
+			continue
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if len(starts) != 3 {
+		t.Fatalf("%d of 3 throttled jobs started within 20s", len(starts))
+	}
+	for i := 1; i < len(starts); i++ {
+		if gap := starts[i].Sub(starts[i-1]); gap < 490*time.Millisecond {
+			t.Errorf("starts %d and %d are %v apart, want >= 500ms (throttle 2/s)", i-1, i, gap)
+		}
+	}
+}
