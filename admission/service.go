@@ -155,9 +155,11 @@ type Service struct {
 	held       heldReady
 	levelSnaps sync.Map // queue name -> *levelSnap (levelpull.go)
 	snapAge    time.Duration
-	pullers    sync.Map  // queue name -> *puller
-	creating   sync.Map  // job id -> chan struct{}, closed when its create is done
-	limitKeys  knownKeys // rate limit keys known to have an entry (limitkeys.go)
+	pullers    sync.Map // queue name -> *puller
+	creating   sync.Map // job id -> chan struct{}, closed when its create is done
+
+	// limitKeys are the rate limit keys known to have an entry (limitkeys.go).
+	limitKeys knownKeys
 
 	mu       sync.Mutex
 	running  bool
