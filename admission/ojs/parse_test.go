@@ -777,6 +777,9 @@ func FuzzParseJob(f *testing.F) {
 		  "max_interval_ms":300000,"jitter":true,"non_retryable_errors":["a.*"]},"unique":{"key":"k","period_ms":1},
 		  "tags":["t"],"visibility_timeout_ms":30000,"pending":true,"rate_limit":{"k":1}}}`,
 		`{"type":"a","args":[],"meta":{"a":1},"options":{"metadata":{"b":2}},"state":"completed","x_jetgate":{}}`,
+		`{"type":"email.send-v2","args":[],"options":{"delay_until":"+PT5S","expires_at":"2026-01-02T03:04:05.5+02:00",
+		  "rate_limit":{"rate":10,"period":"minute","max_per_second":2}}}`,
+		`{"type":"a","args":[],"queue":"q","scheduled_at":"+P1DT2H","rate_limit":{"key":"k","max_per_second":3,"concurrency":1}}`,
 	}
 	for _, s := range seeds {
 		f.Add([]byte(s))
