@@ -103,6 +103,7 @@ func (s *Service) publishInitial(ctx context.Context, j *ojs.Job) error {
 }
 
 func (s *Service) enqueued(ctx context.Context, j *ojs.Job) {
+	s.registerLimitKey(ctx, j) // limitkeys.go
 	s.met.JobEnqueued(ctx, j.Queue, j.Type)
 	s.stats.move(j.Queue, j.Priority, "", j.State)
 	if j.State == ojs.StateAvailable {

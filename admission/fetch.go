@@ -473,7 +473,7 @@ func (s *Service) activate(j *ojs.Job, req ojs.FetchRequest, now time.Time) *ojs
 	nj.Internal.BeatMs = max(beat.Milliseconds(), 1)
 	// A new attempt starts without progress (ojs-progress.md 5.3); the
 	// last checkpoint stays for it to resume from.
-	nj.Progress, nj.ProgressData, nj.ProgressUpdatedAt = nil, nil, nil
+	nj.Progress, nj.ProgressData, nj.ProgressMessage, nj.ProgressUpdatedAt = nil, nil, "", nil
 	at, _ := s.attemptOf(nj).next(now, beat, now)
 	nj.Internal.LeaseUntil = ojs.NewTime(at)
 	clearHeld(nj)

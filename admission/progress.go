@@ -43,6 +43,9 @@ func (s *Service) ReportProgress(ctx context.Context, id string, u *ojs.Progress
 		if u.Data != nil {
 			nj.ProgressData = u.Data
 		}
+		if u.Message != nil {
+			nj.ProgressMessage = *u.Message
+		}
 		if u.Checkpoint != nil {
 			nj.LastCheckpoint = u.Checkpoint
 		}
@@ -67,6 +70,9 @@ func (s *Service) ReportProgress(ctx context.Context, id string, u *ojs.Progress
 		}
 		if len(nj.ProgressData) > 0 {
 			extra["data"] = json.RawMessage(nj.ProgressData)
+		}
+		if nj.ProgressMessage != "" {
+			extra["message"] = nj.ProgressMessage
 		}
 		s.events.PublishJob(EventJobProgress, nj, extra)
 	}

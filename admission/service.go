@@ -45,7 +45,7 @@ type Config struct {
 	// ConsumerIdle removes a priority level's consumer after this long
 	// without fetches.
 	ConsumerIdle time.Duration
-	// MaxFetch caps the jobs returned by one fetch.
+	// MaxFetch caps the jobs returned by one fetch (default 1000).
 	MaxFetch int
 	// FetchWait is how long a fetch that finds nothing waits for a job
 	// this process makes ready (default DefaultFetchWait; negative: none).
@@ -81,7 +81,7 @@ func (c Config) withDefaults() Config {
 	c.DefaultHeartbeatTimeout = cmp.Or(c.DefaultHeartbeatTimeout, time.Minute)
 	c.ClaimAckWait = cmp.Or(c.ClaimAckWait, 30*time.Second)
 	c.ConsumerIdle = cmp.Or(c.ConsumerIdle, time.Hour)
-	c.MaxFetch = cmp.Or(c.MaxFetch, 100)
+	c.MaxFetch = cmp.Or(c.MaxFetch, 1000)
 	c.FetchWait = cmp.Or(c.FetchWait, DefaultFetchWait)
 	c.RecordCache = cmp.Or(c.RecordCache, 100_000)
 	c.Retention = cmp.Or(c.Retention, 24*time.Hour)
@@ -158,6 +158,9 @@ type Service struct {
 	snapAge    time.Duration
 	pullers    sync.Map // queue name -> *puller
 	creating   sync.Map // job id -> chan struct{}, closed when its create is done
+
+	// limitKeys are the rate limit keys known to have an entry (limitkeys.go).
+	limitKeys knownKeys
 
 	mu       sync.Mutex
 	running  bool

@@ -16,8 +16,9 @@ const (
 	DefaultMaxBodyBytes int64 = 1 << 20
 	// DefaultMaxBatchBodyBytes is the largest POST /ojs/v1/jobs/batch body.
 	DefaultMaxBatchBodyBytes int64 = 16 << 20
-	// DefaultMaxFetchCount is the largest count a worker may ask for.
-	DefaultMaxFetchCount = 100
+	// DefaultMaxFetchCount is the most jobs one fetch returns; a larger
+	// count is served up to it.
+	DefaultMaxFetchCount = 1000
 	// DefaultHeartbeatTimeout, DefaultTimeout and DefaultGracePeriod are
 	// the defaults of ojs-timeouts.md 5 the manifest shows when the
 	// backend's are not wired in.
@@ -39,8 +40,9 @@ type Config struct {
 	// MaxBatchBodyBytes bounds POST /ojs/v1/jobs/batch (default 16 MiB, at
 	// least MaxBodyBytes).
 	MaxBatchBodyBytes int64
-	// MaxFetchCount is the largest "count" of a fetch (default 100); larger
-	// counts answer 400.
+	// MaxFetchCount is the most jobs one fetch returns (default 1000); a
+	// larger "count" is served up to it, never refused. Wire the same value
+	// into the backend's own cap.
 	MaxFetchCount int
 
 	// Logger receives one debug line per request and every 5xx at error

@@ -31,7 +31,7 @@ func TestNew_Config(t *testing.T) {
 	}
 
 	c := Config{MaxBodyBytes: 32 << 20}.withDefaults()
-	if c.MaxBatchBodyBytes != 32<<20 || c.MaxFetchCount != 100 || c.ImplementationName != "jetgate" ||
+	if c.MaxBatchBodyBytes != 32<<20 || c.MaxFetchCount != 1000 || c.ImplementationName != "jetgate" ||
 		c.DefaultHeartbeatTimeout != time.Minute || c.DefaultTimeout != 30*time.Minute || c.Logger == nil || c.validate() != nil {
 		t.Errorf("defaults = %+v", c)
 	}

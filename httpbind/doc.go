@@ -42,9 +42,12 @@
 //   - A path or body job id that is not a UUIDv7 cannot name a job: 404
 //     not_found without a backend call. Queue names in paths and filters are
 //     checked against the core pattern: 400 naming the field.
-//   - Fetch count above Config.MaxFetchCount is 400; list limits above their
-//     maximum (queues 200, dead letter 100, events 1000) are lowered, and the
-//     pagination object shows the limit used.
+//   - Fetch count above Config.MaxFetchCount is served up to it (an SDK asks
+//     for as many jobs as it has free handlers), never refused; list limits
+//     above their maximum (queues 200, dead letter 100, events 1000) are
+//     lowered, and the pagination object shows the limit used.
+//   - A job id in an enqueue body must be a lowercase UUIDv7: an uppercase
+//     one is 400 naming id (core 5.1 over json-format 6.2), not lowercased.
 //   - Absent fetch visibility_timeout_ms stays 0 so a job's own
 //     visibility_timeout_ms applies; Config.DefaultHeartbeatTimeout is only
 //     published in the manifest.

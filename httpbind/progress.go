@@ -44,8 +44,9 @@ func (s *server) progressRoutes() []route {
 	}
 }
 
-// putProgress is PUT /ojs/v1/jobs/{id}/progress (PRG-001): 200 with the
-// progress now stored. An update for a job that is not active is ignored
+// putProgress is PUT /ojs/v1/jobs/{id}/progress (PRG-001):
+// {"progress"?, "message"?, "data"?, "checkpoint"?}, progress clamped to
+// [0, 1] (PRG-002); 200 with the progress now stored. An update for a job that is not active is ignored
 // but answered 200 (PRG-007), with the job's state.
 func (s *server) putProgress(w http.ResponseWriter, r *http.Request, pb ProgressBackend) {
 	id, err := pathJobID(r, "job")

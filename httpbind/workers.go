@@ -57,7 +57,7 @@ func (s *server) decodeFetch(r *http.Request) (ojs.FetchRequest, error) {
 			return req, err
 		}
 	}
-	count, err := o.integer("count", 1, 1, int64(s.cfg.MaxFetchCount))
+	count, err := o.fetchCount(s.cfg.MaxFetchCount)
 	if err != nil {
 		return req, err
 	}

@@ -42,7 +42,8 @@ func TestFetch_10_1(t *testing.T) {
 }
 
 // 10.1 and 6.2 of the worker protocol: queues is a required non-empty array
-// of valid names; count an integer 1..MaxFetchCount; fields are typed.
+// of valid names; count an integer of at least 1 (larger than the cap is
+// served up to it, see TestFetch_CountAboveCapServedUpToCap); fields are typed.
 func TestFetch_Invalid_10_1(t *testing.T) {
 	t.Parallel()
 	b := setup(t, Config{})
@@ -55,7 +56,7 @@ func TestFetch_Invalid_10_1(t *testing.T) {
 		`{"queues":["Email"]}`:           "queues[0]",
 		`{"queues":["-x"]}`:              "queues[0]",
 		`{"queues":["a"],"count":0}`:     "count",
-		`{"queues":["a"],"count":101}`:   "count",
+		`{"queues":["a"],"count":-1}`:    "count",
 		`{"queues":["a"],"count":"5"}`:   "count",
 		`{"queues":["a"],"count":1.5}`:   "count",
 		`{"queues":["a"],"worker_id":7}`: "worker_id",
@@ -73,6 +74,9 @@ func TestFetch_Invalid_10_1(t *testing.T) {
 	b2 := setup(t, Config{MaxFetchCount: 500})
 	b2.do(t, http.MethodPost, "/ojs/v1/workers/fetch", `{"queues":["a"],"count":500}`, nil).
 		wantStatus(t, http.StatusOK)
+	if got := b2.fake.fetchReq.Count; got != 500 {
+		t.Errorf("count 500 under cap 500 reached the backend as %d", got)
+	}
 }
 
 // 10.2 ACK: {"acknowledged":true,"job_id","state","completed_at"}; no

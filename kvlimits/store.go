@@ -223,6 +223,19 @@ func (s *Store) write(ctx context.Context, en *entry, batch []*change) error {
 	return fmt.Errorf("write limit %s: %w", en.e, ojs.ErrConflict)
 }
 
+// Register makes sure a job key's entry exists, with declared merged into
+// its policy (Tighten), so the key can be inspected before its first start.
+// It writes at most one compare-and-swap: a create when the entry is
+// missing, an update only when declared is stricter than the stored
+// policy, nothing otherwise. The create expects no entry, so an entry
+// another process wrote meanwhile is read and merged into, never replaced.
+func (s *Store) Register(ctx context.Context, e Entry, declared ojs.Limits) error {
+	return s.Update(ctx, e, func(st *State) bool {
+		tightened := st.Tighten(declared)
+		return tightened || st.rev == 0
+	})
+}
+
 // writeTimeout bounds one write of an entry, retries included.
 const writeTimeout = 10 * time.Second
 

@@ -126,6 +126,9 @@ func (j *Job) AppendJSON(b []byte) ([]byte, error) {
 			return nil, err
 		}
 	}
+	if j.ProgressMessage != "" {
+		b = appendString(append(b, `,"progress_message":`...), j.ProgressMessage)
+	}
 	b = appendTimeField(b, `,"progress_updated_at":`, j.ProgressUpdatedAt)
 	if len(j.LastCheckpoint) > 0 {
 		b = append(b, `,"last_checkpoint":`...)
@@ -268,6 +271,9 @@ func appendTimeField(b []byte, key string, t *Time) []byte {
 }
 
 func appendTime(b []byte, t *Time) []byte {
+	if t.text != "" {
+		return appendString(b, t.text) // the client's text (time.go)
+	}
 	b = append(b, '"')
 	b = t.UTC().AppendFormat(b, TimeFormat)
 	return append(b, '"')

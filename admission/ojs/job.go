@@ -96,10 +96,11 @@ type Job struct {
 	Result        json.RawMessage `json:"result,omitempty"`
 
 	// Progress of the current or last attempt (ojs-progress.md): the
-	// fraction done, the worker's structured data, and when it was last
+	// fraction done, the worker's structured data and message, and when it was last
 	// reported. A new attempt starts without.
 	Progress          *float64        `json:"progress,omitempty"`
 	ProgressData      json.RawMessage `json:"progress_data,omitempty"`
+	ProgressMessage   string          `json:"progress_message,omitempty"`
 	ProgressUpdatedAt *Time           `json:"progress_updated_at,omitempty"`
 	// LastCheckpoint is the checkpoint of the latest progress update that
 	// carried one, in this attempt or an earlier one (ojs-progress.md 6.4).

@@ -201,8 +201,9 @@ func parseIdentity(j *Job, top, _ object) error {
 		j.ID = NewID()
 		return nil
 	}
-	// ojs-json-format.md 6.2: accept uppercase hex, always produce lowercase.
-	s = strings.ToLower(s)
+	// ojs-core.md 5.1: a lowercase UUIDv7. An uppercase id is refused, not
+	// lowercased (ojs-json-format.md 6.2 would accept it): the client keeps
+	// the id it sent, and a lowercased job would not be found under it.
 	if !validID(s) {
 		return invalid(c, idRule)
 	}
@@ -217,7 +218,7 @@ func specVersionOK(v string) bool {
 	return v == "1.0" || len(v) > 4 && v[:4] == "1.0." && '0' <= v[4] && v[4] <= '9'
 }
 
-const typeRule = `a dot-separated job type such as "email.send" (segments [a-z][a-z0-9_]*, at most 255 characters)`
+const typeRule = `a dot-separated job type such as "email.send-v2" (segments [a-z][a-z0-9_-]*, at most 255 characters)`
 
 // parsePayload reads type, args, meta (merged with options.metadata) and schema.
 func parsePayload(j *Job, top, opts object) error {
@@ -256,7 +257,11 @@ func parsePayload(j *Job, top, opts object) error {
 	return nil
 }
 
-// validType checks the type pattern of ojs-core.md 5.1.
+// validType checks the type pattern of ojs-core.md 5.1, widened to take
+// hyphens after a segment's first letter because clients send such types
+// ("retry.test.exponential-backoff", "email.send-v2"). Empty segments,
+// uppercase, whitespace and the subject wildcards '*' and '>' stay refused;
+// the type never becomes a subject token or KV key.
 func validType(s string) bool {
 	if len(s) == 0 || len(s) > MaxTypeLength {
 		return false
@@ -272,7 +277,7 @@ func validType(s string) bool {
 			start = true
 		case 'a' <= c && c <= 'z':
 			start = false
-		case '0' <= c && c <= '9' || c == '_':
+		case '0' <= c && c <= '9' || c == '_' || c == '-':
 			if start {
 				return false
 			}
@@ -373,37 +378,54 @@ func parseTags(c cand) ([]string, bool, error) {
 }
 
 // parseSchedule reads scheduled_at (or options.delay_until, or
-// options.scheduled_at) and expires_at (top level or options).
+// options.scheduled_at) and expires_at (top level or options). Each is an
+// RFC 3339 timestamp, echoed later exactly as given, or "+" and an ISO 8601
+// duration counted from now ("+PT5S"), echoed as the absolute time it
+// resolved to. A time in the past is accepted and means now: a job
+// scheduled in the past is available at once, one that expired in the past
+// expires at once.
 func parseSchedule(j *Job, top, opts object) error {
 	var r resolver
-	var at, exp time.Time
-	if set(&r, &at, parseTime, time.Time.Equal, top.cand("scheduled_at"), opts.cand("delay_until"),
+	now := time.Now()
+	parse := func(c cand) (Time, bool, error) { return parseTime(c, now) }
+	var at, exp Time
+	if set(&r, &at, parse, Time.equal, top.cand("scheduled_at"), opts.cand("delay_until"),
 		opts.cand("scheduled_at")) != nil {
-		j.ScheduledAt = &Time{at}
+		j.ScheduledAt = &at
 	}
-	if set(&r, &exp, parseTime, time.Time.Equal, top.cand("expires_at"), opts.cand("expires_at")) != nil {
-		j.ExpiresAt = &Time{exp}
+	if set(&r, &exp, parse, Time.equal, top.cand("expires_at"), opts.cand("expires_at")) != nil {
+		j.ExpiresAt = &exp
 	}
 	return r.err
 }
 
-const timeRule = `an RFC 3339 timestamp with a time zone, such as "2026-03-01T09:00:00Z"`
+const timeRule = `an RFC 3339 timestamp with a time zone, such as "2026-03-01T09:00:00Z", ` +
+	`or "+" and an ISO 8601 duration from now, such as "+PT5S"`
 
-// parseTime reads an RFC 3339 timestamp with a zone designator and returns it
-// in UTC, truncated to milliseconds: the precision jetgate stores and shows
-// (ojs-http-binding.md 6.3), so a job reads back exactly as stored.
-func parseTime(c cand) (time.Time, bool, error) {
+// parseTime reads an RFC 3339 timestamp with a zone designator, keeping its
+// text for the echo (time.go), or a relative "+<ISO 8601 duration>" counted
+// from now. The instant is in UTC, truncated to milliseconds: the precision
+// jetgate stores, so a job reads back exactly as stored.
+func parseTime(c cand, now time.Time) (Time, bool, error) {
 	s, ok := stringValue(c.raw)
 	if !ok {
-		return time.Time{}, false, wrongKind(c, timeRule)
+		return Time{}, false, wrongKind(c, timeRule)
 	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return time.Time{}, false, invalid(c, timeRule)
+	var t Time
+	if rel, ok := strings.CutPrefix(s, "+"); ok {
+		d, err := ParseISODuration(rel)
+		if err != nil || d < 0 {
+			return Time{}, false, invalid(c, timeRule)
+		}
+		t = *NewTime(now.Add(d).Truncate(time.Millisecond))
+	} else {
+		var err error
+		if t, err = readTime(s); err != nil {
+			return Time{}, false, invalid(c, timeRule)
+		}
 	}
-	t = t.UTC().Truncate(time.Millisecond)
 	if y := t.Year(); y < 0 || y > 9999 {
-		return time.Time{}, false, invalid(c, "a timestamp between years 0000 and 9999 UTC")
+		return Time{}, false, invalid(c, "a timestamp between years 0000 and 9999 UTC")
 	}
 	return t, true, nil
 }
@@ -415,6 +437,9 @@ func parsePolicies(j *Job, top, opts object) error {
 	set(&r, &j.Unique, parseObject, jsonEqual, top.cand("unique"), opts.cand("unique"))
 	set(&r, &j.Pending, parseBool, same, opts.cand("pending"))
 	set(&r, &j.RateLimit, parseRateLimit, sameRateLimit, top.cand("rate_limit"), opts.cand("rate_limit"))
+	if r.err == nil && j.RateLimit != nil && j.RateLimit.Key == "" {
+		j.RateLimit.Key = j.Queue // shorthand without a key is keyed by the queue (shorthand.go)
+	}
 	return r.err
 }
 

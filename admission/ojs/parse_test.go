@@ -249,8 +249,6 @@ func TestParseJobPlacements(t *testing.T) {
 		{"specversion 1.0.2", `{"specversion":"1.0.2"}`, func(j *Job) bool { return j.SpecVersion == "1.0" }},
 		{"client id kept (core 5.1)", `{"id":"019461a8-1a2b-7c3d-8e4f-5a6b7c8d9e0f"}`,
 			func(j *Job) bool { return j.ID == "019461a8-1a2b-7c3d-8e4f-5a6b7c8d9e0f" }},
-		{"uppercase id lowercased (json-format 6.2)", `{"id":"019461A8-1A2B-7C3D-8E4F-5A6B7C8D9E0F"}`,
-			func(j *Job) bool { return j.ID == "019461a8-1a2b-7c3d-8e4f-5a6b7c8d9e0f" }},
 		{"empty id generates one", `{"id":""}`, func(j *Job) bool { return ValidID(j.ID) == nil }},
 		{"type with digits and underscores", `{"type":"data.etl_2.transform"}`, func(j *Job) bool { return j.Type == "data.etl_2.transform" }},
 		{"type of 255 characters", `{"type":"` + strings.Repeat("a", 255) + `"}`, func(j *Job) bool { return len(j.Type) == 255 }},
@@ -281,6 +279,20 @@ func withTypeArgs(body string) string {
 	return strings.Replace(body, `,}`, `}`, 1)
 }
 
+// TestParseJobTypeHyphensAndDigits: clients send types whose segments hold
+// hyphens and digits after the first letter (issue 16, core 5.1 widened);
+// the longest accepted type is 255 characters.
+func TestParseJobTypeHyphensAndDigits(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("a", 255)
+	for _, typ := range []string{"retry.test.exponential-backoff", "email.send-v2", "a-b_c-9.x1", "e--x", "email.send-", long} {
+		j := mustParse(t, `{"type":"`+typ+`","args":[]}`)
+		if j.Type != typ {
+			t.Errorf("Type = %q, want %q", j.Type, typ)
+		}
+	}
+}
+
 func TestParseJobRejects(t *testing.T) {
 	t.Parallel()
 	long := strings.Repeat("a", 256)
@@ -302,7 +314,11 @@ func TestParseJobRejects(t *testing.T) {
 		{"type double dot", `{"type":"email..send","args":[]}`, "type", nil},
 		{"type segment starts with digit", `{"type":"email.2send","args":[]}`, "type", nil},
 		{"type segment starts with underscore", `{"type":"_email","args":[]}`, "type", nil},
-		{"type hyphen", `{"type":"email-send","args":[]}`, "type", nil},
+		{"type segment starts with hyphen", `{"type":"email.-send","args":[]}`, "type", []string{"[a-z][a-z0-9_-]*"}},
+		{"type space", `{"type":"email send","args":[]}`, "type", []string{"[a-z][a-z0-9_-]*"}},
+		{"type star", `{"type":"email.*","args":[]}`, "type", nil},
+		{"type gt", `{"type":"email.>","args":[]}`, "type", nil},
+		{"type star inside", `{"type":"email.se*nd","args":[]}`, "type", nil},
 		{"type too long", `{"type":"` + long + `","args":[]}`, "type", []string{"255"}},
 		// args (core 5.1, binding 9.1).
 		{"args missing", `{"type":"a"}`, "args", []string{"'args' is required"}},
@@ -325,6 +341,9 @@ func TestParseJobRejects(t *testing.T) {
 		// id (core 5.1).
 		{"id v4", `{"id":"9b2c7a3e-2f4d-4c1e-8a6b-1d2e3f4a5b6c","type":"a","args":[]}`, "id", []string{"UUIDv7"}},
 		{"id garbage", `{"id":"job-1","type":"a","args":[]}`, "id", []string{`"job-1"`}},
+		// Core 5.1: a client id must be a lowercase UUIDv7; uppercase is refused, not lowercased.
+		{"id uppercase core 5.1", `{"id":"019461A8-1A2B-7C3D-8E4F-5A6B7C8D9E0F","type":"a","args":[]}`, "id", []string{"lowercase UUIDv7", "019461A8"}},
+		{"id mixed case core 5.1", `{"id":"019461a8-1a2b-7c3d-8e4f-5a6b7c8d9e0F","type":"a","args":[]}`, "id", []string{"lowercase UUIDv7"}},
 		{"id number", `{"id":1,"type":"a","args":[]}`, "id", []string{"received number"}},
 		// queue (core 5.1).
 		{"queue uppercase", `{"type":"a","args":[],"queue":"Email"}`, "queue", []string{`"Email"`}},
@@ -358,7 +377,10 @@ func TestParseJobRejects(t *testing.T) {
 		{"scheduled_at date only", `{"type":"a","args":[],"scheduled_at":"2026-03-01"}`, "scheduled_at", nil},
 		{"scheduled_at epoch number", `{"type":"a","args":[],"scheduled_at":1767225600}`, "scheduled_at", []string{"received number"}},
 		{"delay_until garbage", `{"type":"a","args":[],"options":{"delay_until":"tomorrow"}}`, "options.delay_until", nil},
-		{"delay_until relative", `{"type":"a","args":[],"options":{"delay_until":"+PT5S"}}`, "options.delay_until", nil},
+		{"delay_until relative without duration", `{"type":"a","args":[],"options":{"delay_until":"+5s"}}`, "options.delay_until", []string{"+PT5S"}},
+		{"delay_until relative negative", `{"type":"a","args":[],"options":{"delay_until":"+-PT5S"}}`, "options.delay_until", nil},
+		{"delay_until minus", `{"type":"a","args":[],"options":{"delay_until":"-PT5S"}}`, "options.delay_until", nil},
+		{"expires_at relative past 9999", `{"type":"a","args":[],"expires_at":"+P9999999D"}`, "expires_at", nil},
 		{"expires_at bad month", `{"type":"a","args":[],"expires_at":"2026-13-01T00:00:00Z"}`, "expires_at", nil},
 		{"expires_at year past 9999 in UTC", `{"type":"a","args":[],"expires_at":"9999-12-31T23:00:00-02:00"}`, "expires_at", nil},
 		{"pending string", `{"type":"a","args":[],"options":{"pending":"yes"}}`, "options.pending", []string{"boolean"}},
@@ -701,7 +723,9 @@ func TestParseBatch(t *testing.T) {
 		{"conflict names prefixed fields", `{"jobs":[{"type":"a","args":[]},{"type":"a","args":[],"priority":1,"options":{"priority":2}}]}`,
 			"jobs[1].options.priority", []string{"'jobs[1].priority'", "'jobs[1].options.priority'"}},
 		{"duplicate client ids", `{"jobs":[{"id":"019539a4-b68c-7def-8000-1a2b3c4d5e6f","type":"a","args":[]},
-		  {"id":"019539A4-B68C-7DEF-8000-1A2B3C4D5E6F","type":"a","args":[]}]}`, "jobs[1].id", []string{"jobs[0]"}},
+		  {"id":"019539a4-b68c-7def-8000-1a2b3c4d5e6f","type":"a","args":[]}]}`, "jobs[1].id", []string{"jobs[0]"}},
+		{"uppercase client id core 5.1", `{"jobs":[{"type":"a","args":[]},{"id":"019539A4-B68C-7DEF-8000-1A2B3C4D5E6F","type":"a","args":[]}]}`,
+			"jobs[1].id", []string{"lowercase UUIDv7"}},
 	}
 	runErrCases(t, func(b []byte) error { _, err := ParseBatch(b); return err }, tests)
 	t.Run("too many jobs", func(t *testing.T) {
@@ -753,6 +777,9 @@ func FuzzParseJob(f *testing.F) {
 		  "max_interval_ms":300000,"jitter":true,"non_retryable_errors":["a.*"]},"unique":{"key":"k","period_ms":1},
 		  "tags":["t"],"visibility_timeout_ms":30000,"pending":true,"rate_limit":{"k":1}}}`,
 		`{"type":"a","args":[],"meta":{"a":1},"options":{"metadata":{"b":2}},"state":"completed","x_jetgate":{}}`,
+		`{"type":"email.send-v2","args":[],"options":{"delay_until":"+PT5S","expires_at":"2026-01-02T03:04:05.5+02:00",
+		  "rate_limit":{"rate":10,"period":"minute","max_per_second":2}}}`,
+		`{"type":"a","args":[],"queue":"q","scheduled_at":"+P1DT2H","rate_limit":{"key":"k","max_per_second":3,"concurrency":1}}`,
 	}
 	for _, s := range seeds {
 		f.Add([]byte(s))

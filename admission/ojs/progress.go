@@ -2,14 +2,19 @@ package ojs
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
+	"strconv"
 )
 
 // ProgressUpdate is a worker's PUT /ojs/v1/jobs/{id}/progress
-// (ojs-progress.md 6): the fraction done, structured data, and a
-// checkpoint to resume from.
+// (ojs-progress.md 6): the fraction done, a human-readable message,
+// structured data, and a checkpoint to resume from.
 type ProgressUpdate struct {
-	Progress   *float64
+	Progress *float64
+	// Message is what the worker says it is doing ("sending batch 3 of
+	// 7"); nil when the update sets none.
+	Message    *string
 	Data       json.RawMessage
 	Checkpoint json.RawMessage
 }
@@ -18,27 +23,43 @@ type ProgressUpdate struct {
 // 4 KB for data; checkpoints get the same room times four).
 const MaxProgressDataBytes = 16 << 10
 
+// MaxProgressMessageBytes bounds a progress message.
+const MaxProgressMessageBytes = 4 << 10
+
+// progressFields are the fields of a progress update.
+var progressFields = map[string]bool{"progress": true, "message": true, "data": true, "checkpoint": true}
+
 // ParseProgressUpdate reads a progress update body: at least one of
-// progress (a number, clamped to [0, 1] per PRG-002) and data (an object),
-// and an optional checkpoint object.
+// progress (any number, clamped to [0, 1] per PRG-002, never refused),
+// message (a string, as the SDKs send beside progress) and data (an
+// object), and an optional checkpoint object.
 func ParseProgressUpdate(raw []byte) (*ProgressUpdate, error) {
 	o, err := decodeObject(raw, "")
 	if err != nil {
 		return nil, err
 	}
 	for k := range o.m {
-		if k != "progress" && k != "data" && k != "checkpoint" {
-			return nil, &ValidationError{Field: k, Rule: "one of progress, data, checkpoint", Received: "an unknown field"}
+		if !progressFields[k] {
+			return nil, &ValidationError{Field: k, Rule: "one of progress, message, data, checkpoint", Received: "an unknown field"}
 		}
 	}
 	u := &ProgressUpdate{}
 	if c := o.cand("progress"); c.raw != nil {
-		var f float64
-		if !isNumber(c.raw) || json.Unmarshal(c.raw, &f) != nil || math.IsNaN(f) {
-			return nil, wrongKind(c, "a number from 0.0 to 1.0")
+		f, ok := clampedFraction(c.raw)
+		if !ok {
+			return nil, wrongKind(c, "a number from 0.0 to 1.0 (others are clamped)")
 		}
-		f = min(max(f, 0), 1)
 		u.Progress = &f
+	}
+	if c := o.cand("message"); c.raw != nil {
+		s, ok := stringValue(c.raw)
+		if !ok {
+			return nil, wrongKind(c, "a string")
+		}
+		if len(s) > MaxProgressMessageBytes {
+			return nil, &ValidationError{Field: "message", Rule: "a string of at most 4 KiB", Received: "a longer string"}
+		}
+		u.Message = &s
 	}
 	for _, f := range []struct {
 		name string
@@ -56,19 +77,33 @@ func ParseProgressUpdate(raw []byte) (*ProgressUpdate, error) {
 		}
 		*f.dst = c.raw
 	}
-	if u.Progress == nil && u.Data == nil {
-		return nil, &ValidationError{Field: "progress", Rule: "progress or data (at least one)",
-			Message: "a progress update needs 'progress' (0.0 to 1.0) or 'data' (an object), or both"}
+	if u.Progress == nil && u.Data == nil && u.Message == nil {
+		return nil, &ValidationError{Field: "progress", Rule: "progress, message or data (at least one)",
+			Message: "a progress update needs 'progress' (0.0 to 1.0), 'message' (a string) or 'data' (an object)"}
 	}
 	return u, nil
 }
 
+// clampedFraction reads a JSON number clamped to [0, 1] (PRG-002); a number
+// too large for a float64 clamps too. ok is false for anything else.
+func clampedFraction(raw json.RawMessage) (float64, bool) {
+	if !isNumber(raw) {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(string(raw), 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) || math.IsNaN(f) {
+		return 0, false
+	}
+	return min(max(f, 0), 1), true
+}
+
 // ProgressStatus is GET /ojs/v1/jobs/{id}/progress (ojs-progress.md 7.1):
-// progress and data are null until reported.
+// progress, message and data are null until reported.
 type ProgressStatus struct {
 	JobID     string          `json:"job_id"`
 	State     State           `json:"state"`
 	Progress  *float64        `json:"progress"`
+	Message   *string         `json:"message"`
 	Data      json.RawMessage `json:"data"`
 	UpdatedAt *Time           `json:"updated_at"`
 	// LastCheckpoint is the checkpoint the next attempt resumes from.
@@ -79,6 +114,10 @@ type ProgressStatus struct {
 func ProgressOf(j *Job) *ProgressStatus {
 	st := &ProgressStatus{JobID: j.ID, State: j.State, Progress: j.Progress, UpdatedAt: j.ProgressUpdatedAt,
 		LastCheckpoint: j.LastCheckpoint}
+	if j.ProgressMessage != "" {
+		msg := j.ProgressMessage
+		st.Message = &msg
+	}
 	if len(j.ProgressData) > 0 {
 		st.Data = j.ProgressData
 	} else {

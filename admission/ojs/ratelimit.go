@@ -89,32 +89,43 @@ func sameRateLimit(a, b *RateLimitPolicy) bool {
 
 // ParseRateLimitPolicy parses and validates a rate_limit object; prefix
 // ("rate_limit." or "options.rate_limit.") starts the field path of errors.
+//
+// Beside the full form of ojs-rate-limiting.md 6.1 it accepts the shorthand
+// clients send (shorthand.go): {"rate": N, "period": "minute"} and
+// {"max_per_second": N}. A policy given only in shorthand may leave out the
+// key; its Key is then "" and the job parser keys it by the job's queue.
 func ParseRateLimitPolicy(raw json.RawMessage, prefix string) (*RateLimitPolicy, error) {
 	o, err := decodeObject(raw, prefix)
 	if err != nil {
 		return nil, err
 	}
-	if err := onlyFields(o, "key", "concurrency", "rate", "throttle", "on_limit"); err != nil {
+	if err := onlyFields(o, "key", "concurrency", "rate", "throttle", "on_limit", "period", "max_per_second"); err != nil {
+		return nil, err
+	}
+	short, o, err := parseShorthand(o)
+	if err != nil {
 		return nil, err
 	}
 	p := &RateLimitPolicy{}
 	k := o.cand("key")
-	if k.raw == nil {
+	if k.raw == nil && !short.used() {
 		return nil, required(k)
 	}
-	key, ok := stringValue(k.raw)
-	if !ok {
-		return nil, wrongKind(k, "a string")
+	if k.raw != nil {
+		key, ok := stringValue(k.raw)
+		if !ok {
+			return nil, wrongKind(k, "a string")
+		}
+		if !ValidRateKey(key) {
+			return nil, invalid(k, fmt.Sprintf("a rate limit key matching %s, at most %d characters", rateKeyPattern, MaxRateKeyLen))
+		}
+		p.Key = key
 	}
-	if !ValidRateKey(key) {
-		return nil, invalid(k, fmt.Sprintf("a rate limit key matching %s, at most %d characters", rateKeyPattern, MaxRateKeyLen))
-	}
-	p.Key = key
 	l, err := parseLimits(o)
 	if err != nil {
 		return nil, err
 	}
-	p.Concurrency, p.Rate, p.Throttle = l.Concurrency, l.Rate, l.Throttle
+	p.Concurrency, p.Rate, p.Throttle = l.Concurrency, cmpOr(l.Rate, short.rate), cmpOr(l.Throttle, short.throttle)
 	if c := o.cand("on_limit"); c.raw != nil {
 		s, ok := stringValue(c.raw)
 		if !ok {

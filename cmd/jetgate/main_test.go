@@ -145,7 +145,7 @@ func TestParseServeDefaults(t *testing.T) {
 	}
 	want := app.Config{
 		DataDir: "./jetgate-data", NatsAddr: "127.0.0.1:4222", HTTPAddr: "127.0.0.1:8080",
-		Replicas: 1, ShutdownTimeout: 30 * time.Second, MaxBodyBytes: 1 << 20,
+		Replicas: 1, ShutdownTimeout: 30 * time.Second, MaxBodyBytes: 1 << 20, MaxFetchCount: 1000,
 		LogLevel: "info", LogFormat: "text", DefaultTimeout: 30 * time.Minute, DefaultGracePeriod: 30 * time.Second,
 		DefaultHeartbeatTimeout: time.Minute,
 		Retention:               24 * time.Hour, DeadRetention: 7 * 24 * time.Hour,

@@ -47,7 +47,7 @@ var serveGroups = []flagGroup{
 	{"Jobs and requests", [][2]string{
 		{"default-timeout", "DURATION"}, {"default-grace-period", "DURATION"},
 		{"default-heartbeat-timeout", "DURATION"}, {"retention", "DURATION"}, {"dead-retention", "DURATION"},
-		{"max-body-bytes", "SIZE"}, {"shutdown-timeout", "DURATION"},
+		{"max-body-bytes", "SIZE"}, {"max-fetch-count", "N"}, {"shutdown-timeout", "DURATION"},
 	}},
 	{"Backpressure (default bound of queues without their own)", [][2]string{
 		{"queue-max-depth", "N"}, {"queue-max-size-bytes", "SIZE"}, {"queue-overflow", "STRATEGY"},
@@ -85,6 +85,7 @@ func newServeFlags(cfg *app.Config) *flag.FlagSet {
 	fs.DurationVar(&cfg.DeadRetention, "dead-retention", 7*24*time.Hour, "How long discarded jobs stay in the dead letter queue before JetStream removes them.")
 	cfg.MaxBodyBytes = 1 << 20
 	fs.Var((*byteSize)(&cfg.MaxBodyBytes), "max-body-bytes", "Largest HTTP request body accepted, in bytes or with a unit: 512KiB, 4MiB, 1MB.")
+	fs.IntVar(&cfg.MaxFetchCount, "max-fetch-count", 1000, "Most jobs one worker fetch returns. A fetch asking for more (an SDK asks for as many as it has free handlers) is served up to this many, never refused.")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "On SIGINT or SIGTERM, how long to let in-flight requests finish before stopping.")
 
 	fs.Int64Var(&cfg.QueueMaxDepth, "queue-max-depth", 0, "Default max_depth of queues without their own bound: jobs counted against it at once (0: unbounded).")

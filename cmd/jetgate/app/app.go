@@ -123,6 +123,7 @@ func (s *Server) start(ctx context.Context) error {
 		DeadRetention:           s.cfg.DeadRetention,
 		DefaultBackpressure:     s.cfg.backpressure(),
 		MaxBlockTimeout:         s.cfg.MaxBlockTimeout,
+		MaxFetch:                s.cfg.MaxFetchCount,
 		Logger:                  s.log.With("component", "admission"),
 		Events:                  s.events,
 		Metrics:                 s.metrics,
@@ -161,6 +162,7 @@ func (s *Server) serveHTTP() error {
 	}
 	h, err := httpbind.New(backend{s.svc, adm}, httpbind.Config{
 		MaxBodyBytes:            s.cfg.MaxBodyBytes,
+		MaxFetchCount:           s.cfg.MaxFetchCount,
 		Logger:                  s.log.With("component", "http"),
 		Extensions:              Extensions,
 		ConformanceLevel:        ConformanceLevel,

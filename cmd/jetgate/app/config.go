@@ -19,8 +19,12 @@ type Config struct {
 	Replicas        int
 	ShutdownTimeout time.Duration
 	MaxBodyBytes    int64
-	LogLevel        string // debug|info|warn|error
-	LogFormat       string // text|json
+	// MaxFetchCount is the most jobs one fetch returns (default 1000); a
+	// larger count is served up to it. Wired into the HTTP binding and
+	// admission alike.
+	MaxFetchCount int
+	LogLevel      string // debug|info|warn|error
+	LogFormat     string // text|json
 	// InstanceName identifies this process in event sources and metrics
 	// (default: the hostname).
 	InstanceName string
@@ -49,6 +53,7 @@ func (c Config) withDefaults() Config {
 	c.Replicas = cmp.Or(c.Replicas, 1)
 	c.ShutdownTimeout = cmp.Or(c.ShutdownTimeout, 30*time.Second)
 	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, 1<<20)
+	c.MaxFetchCount = cmp.Or(c.MaxFetchCount, 1000)
 	c.DefaultHeartbeatTimeout = cmp.Or(c.DefaultHeartbeatTimeout, time.Minute)
 	c.DefaultTimeout = cmp.Or(c.DefaultTimeout, 30*time.Minute)
 	c.Retention = cmp.Or(c.Retention, 24*time.Hour)
@@ -77,6 +82,9 @@ func (c Config) validate() error {
 	}
 	if c.MaxBlockTimeout < 0 {
 		return fmt.Errorf("max block timeout must not be negative")
+	}
+	if c.MaxFetchCount < 1 {
+		return fmt.Errorf("max fetch count must be at least 1, got %d", c.MaxFetchCount)
 	}
 	if c.MaxBodyBytes < 1024 {
 		return fmt.Errorf("max body bytes %d is too small (minimum 1024)", c.MaxBodyBytes)
