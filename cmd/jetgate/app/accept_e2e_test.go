@@ -13,12 +13,24 @@ import (
 // binding, admission and JetStream, tested through a listening jetgate.
 
 // wantInvalid asserts a 400 invalid_request whose details name field and
-// whose message contains rule.
+// whose message contains rule (a worker or progress body).
 func wantInvalid(t *testing.T, r resp, field, rule string) {
 	t.Helper()
+	wantRefused(t, r, "invalid_request", field, rule)
+}
+
+// wantInvalidPayload asserts the 400 invalid_payload of a job envelope that
+// fails validation (ojs-errors.md 4.1), naming field and stating rule.
+func wantInvalidPayload(t *testing.T, r resp, field, rule string) {
+	t.Helper()
+	wantRefused(t, r, "invalid_payload", field, rule)
+}
+
+func wantRefused(t *testing.T, r resp, code, field, rule string) {
+	t.Helper()
 	e := obj(r.body["error"])
-	if r.status != 400 || e["code"] != "invalid_request" {
-		t.Fatalf("status %d, want 400 invalid_request: %s", r.status, r.raw)
+	if r.status != 400 || e["code"] != code {
+		t.Fatalf("status %d, want 400 %s: %s", r.status, code, r.raw)
 	}
 	if d := obj(e["details"]); d["field"] != field {
 		t.Errorf("details %v, want field %q: %s", d, field, r.raw)
@@ -49,7 +61,7 @@ func TestHTTPJobTypeHyphens(t *testing.T) {
 	}
 	for _, typ := range []string{"email..send", "email send", "email.*", "email.>", "email.-x", strings.Repeat("a", 256), ""} {
 		r := c.do("POST", "/ojs/v1/jobs", map[string]any{"type": typ, "args": []any{}})
-		wantInvalid(t, r, "type", "[a-z][a-z0-9_-]*")
+		wantInvalidPayload(t, r, "type", "[a-z][a-z0-9_-]*")
 	}
 }
 
@@ -90,9 +102,9 @@ func TestHTTPUppercaseClientIDRefused(t *testing.T) {
 	s := startApp(t, app.Config{})
 	c := client{t: t, base: s.URL()}
 	upper := "019539A4-B68C-7DEF-8000-1A2B3C4D5E6F"
-	wantInvalid(t, c.do("POST", "/ojs/v1/jobs", map[string]any{"id": upper, "type": "id.test", "args": []any{}}), "id", "lowercase UUIDv7")
+	wantInvalidPayload(t, c.do("POST", "/ojs/v1/jobs", map[string]any{"id": upper, "type": "id.test", "args": []any{}}), "id", "lowercase UUIDv7")
 	r := c.do("POST", "/ojs/v1/jobs/batch", map[string]any{"jobs": []any{map[string]any{"id": upper, "type": "id.test", "args": []any{}}}})
-	wantInvalid(t, r, "jobs[0].id", "lowercase UUIDv7")
+	wantInvalidPayload(t, r, "jobs[0].id", "lowercase UUIDv7")
 	if r := c.do("GET", "/ojs/v1/jobs/"+upper, nil); r.status != 404 {
 		t.Errorf("GET of an uppercase path id: %d, want 404: %s", r.status, r.raw)
 	}
@@ -255,9 +267,9 @@ func TestHTTPRateLimitShorthandInspectableAtOnce(t *testing.T) {
 	}
 	// Shorthand and full form setting the same limit: 400 naming both.
 	r := ca.do("POST", "/ojs/v1/jobs", job(map[string]any{"max_per_second": 5, "throttle": map[string]any{"limit": 1, "period": "PT1S"}}))
-	wantInvalid(t, r, "options.rate_limit.max_per_second", "options.rate_limit.throttle")
+	wantInvalidPayload(t, r, "options.rate_limit.max_per_second", "options.rate_limit.throttle")
 	r = ca.do("POST", "/ojs/v1/jobs", job(map[string]any{"key": "k", "rate": 5}))
-	wantInvalid(t, r, "options.rate_limit.period", "minute")
+	wantInvalidPayload(t, r, "options.rate_limit.period", "minute")
 }
 
 // Shorthand limits hold like the full form (RL-002/RL-003): with
