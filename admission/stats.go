@@ -177,6 +177,7 @@ func (s *Service) QueueStats(ctx context.Context, name string) (*ojs.QueueStats,
 		c.AvgWaitMs = float64(hour.WaitMs) / float64(hour.Started)
 	}
 	c.ThroughputPerSecond = float64(minute.Completed) / 60
+	c.StartedLastMinute, c.WaitMsLastMinute = minute.Started, minute.WaitMs
 	return &ojs.QueueStats{Queue: name, Status: q.Status, Stats: c, ComputedAt: ojs.NewTime(s.now()),
 		Backpressure: s.queuePressure(ctx, name)}, nil
 }

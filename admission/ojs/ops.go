@@ -81,6 +81,8 @@ type HeartbeatRequest struct {
 	WorkerID          string
 	JobIDs            []string
 	VisibilityTimeout time.Duration // 0: each job's own reservation period
+	// Worker is what the worker says about itself (state, hostname ...).
+	Worker WorkerInfo
 }
 
 // HeartbeatResult is the answer to a BEAT.
@@ -92,6 +94,9 @@ type HeartbeatResult struct {
 	// (ojs-timeouts.md 5.4).
 	Cancel     []string  `json:"jobs_to_cancel"`
 	ServerTime time.Time `json:"-"`
+	// WorkerState is the registry's state of the worker, which may be
+	// drain (State then says terminate); empty without a registry.
+	WorkerState string `json:"-"`
 }
 
 // QueueInfo is one queue as listed by GET /ojs/v1/queues.
@@ -146,6 +151,11 @@ type QueueStatsCounts struct {
 	AvgDurationMs       float64 `json:"avg_duration_ms"`
 	AvgWaitMs           float64 `json:"avg_wait_ms"`
 	ThroughputPerSecond float64 `json:"throughput_per_second"`
+
+	// Starts (dispatches) in the last minute and their summed wait, for
+	// the scheduling statistics (ojs-fair-scheduling.md 10.2).
+	StartedLastMinute int64 `json:"-"`
+	WaitMsLastMinute  int64 `json:"-"`
 }
 
 // PageRequest selects a page of a list: Offset, or an opaque Cursor from a
