@@ -108,6 +108,8 @@ func (s *server) routes() []route {
 	rs = append(rs, s.progressRoutes()...)
 	rs = append(rs, s.priorityAdminRoutes()...)
 	rs = append(rs, s.backpressureRoutes()...)
+	rs = append(rs, s.workerRoutes()...)
+	rs = append(rs, s.poolRoutes()...)
 	if s.cfg.MetricsHandler != nil {
 		rs = append(rs, route{http.MethodGet, "/metrics", s.cfg.MetricsHandler.ServeHTTP, body})
 	}

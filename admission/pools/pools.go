@@ -45,9 +45,9 @@ func New(groups Groups, workers Workers) (*Pools, error) {
 	return &Pools{groups: groups, workers: workers}, nil
 }
 
-// Pools lists the pools by name, each with its live workers and their
+// ListPools lists the pools by name, each with its live workers and their
 // active jobs (10.1, FS-004).
-func (p *Pools) Pools(ctx context.Context) ([]ojs.Pool, error) {
+func (p *Pools) ListPools(ctx context.Context) ([]ojs.Pool, error) {
 	gs, err := p.groups.WorkerGroups(ctx)
 	if err != nil {
 		return nil, err
