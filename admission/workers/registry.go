@@ -21,8 +21,8 @@ import (
 // Config configures a Registry.
 type Config struct {
 	// Refresh is the longest a worker seen by this process's fetches goes
-	// without this process rewriting its entry (default 5 s). It must stay
-	// well under topology.WorkersTTL.
+	// without this process rewriting its entry (default 5 s). It must be
+	// at most half the bucket's TTL (topology.WorkersTTL).
 	Refresh time.Duration
 	// StaleAfter marks a worker stale when it was not seen for this long
 	// (default 30 s, ojs-worker-protocol.md 10.1).
@@ -56,6 +56,7 @@ type Registry struct {
 	kv  jetstream.KeyValue
 	cfg Config
 	log *slog.Logger
+	ttl time.Duration // the bucket's: how long an entry outlives its last write
 
 	mu      sync.RWMutex
 	view    map[string]entry
@@ -74,10 +75,7 @@ func New(kv jetstream.KeyValue, cfg Config) (*Registry, error) {
 		return nil, errors.New("workers: no registry bucket")
 	}
 	cfg = cfg.withDefaults()
-	if cfg.Refresh >= topology.WorkersTTL/2 {
-		return nil, fmt.Errorf("workers: Refresh %s must be under half of the registry TTL %s", cfg.Refresh, topology.WorkersTTL)
-	}
-	return &Registry{kv: kv, cfg: cfg, log: cfg.Logger, view: map[string]entry{},
+	return &Registry{kv: kv, cfg: cfg, log: cfg.Logger, ttl: topology.WorkersTTL, view: map[string]entry{},
 		written: map[string]time.Time{}, pending: map[string][]string{}, wake: make(chan struct{}, 1)}, nil
 }
 
@@ -86,6 +84,9 @@ func New(kv jetstream.KeyValue, cfg Config) (*Registry, error) {
 func (r *Registry) Start(ctx context.Context) error {
 	var err error
 	r.startOnce.Do(func() {
+		if err = r.readTTL(ctx); err != nil {
+			return
+		}
 		runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		r.cancel = cancel
 		var w jetstream.KeyWatcher
@@ -106,6 +107,21 @@ func (r *Registry) Start(ctx context.Context) error {
 		}
 	})
 	return err
+}
+
+// readTTL takes the bucket's TTL, which Refresh must stay well under.
+func (r *Registry) readTTL(ctx context.Context) error {
+	st, err := r.kv.Status(ctx)
+	if err != nil {
+		return fmt.Errorf("status of %s: %w", topology.WorkersBucket, err)
+	}
+	if st.TTL() > 0 {
+		r.ttl = st.TTL()
+	}
+	if r.cfg.Refresh > r.ttl/2 {
+		return fmt.Errorf("workers: Refresh %s must be at most half of the registry TTL %s", r.cfg.Refresh, r.ttl)
+	}
+	return nil
 }
 
 // Stop ends the watch and the writer and waits for them. Safe to call
@@ -150,7 +166,8 @@ func (r *Registry) apply(e jetstream.KeyValueEntry) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if e.Operation() != jetstream.KeyValuePut {
-		delete(r.view, id)
+		delete(r.view, id) // deleted, or expired (the TTL's marker)
+		delete(r.written, id)
 		return
 	}
 	var w ojs.Worker
@@ -205,10 +222,15 @@ func (r *Registry) queueTouch(id string, queues []string, now time.Time) {
 // writer writes the sightings queued by Admit, off the fetch's path.
 func (r *Registry) writer(ctx context.Context) {
 	defer r.wg.Done()
+	prune := time.NewTicker(r.ttl / 2)
+	defer prune.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-prune.C:
+			r.prune()
+			continue
 		case <-r.wake:
 		}
 		r.mu.Lock()
@@ -228,6 +250,24 @@ func (r *Registry) writer(ctx context.Context) {
 				r.log.Warn("record worker sighting", "worker_id", id, "error", err)
 				r.forget(id)
 			}
+		}
+	}
+}
+
+// prune drops from memory the workers whose entries expired, in case
+// their expiry marker was missed.
+func (r *Registry) prune() {
+	now := r.cfg.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for id, e := range r.view {
+		if !r.alive(e.w) {
+			delete(r.view, id)
+		}
+	}
+	for id, at := range r.written {
+		if now.Sub(at) > r.ttl {
+			delete(r.written, id)
 		}
 	}
 }
@@ -430,10 +470,10 @@ func (r *Registry) existing(ctx context.Context, id string) (*ojs.Worker, error)
 	return e.w, nil
 }
 
-// alive tells whether w's entry is younger than the registry TTL (the
+// alive tells whether w's entry is younger than the bucket's TTL (the
 // view may hold one whose expiry marker it has not seen yet).
 func (r *Registry) alive(w *ojs.Worker) bool {
-	return w.LastSeenAt == nil || r.cfg.Now().Sub(w.LastSeenAt.Time) < topology.WorkersTTL
+	return w.LastSeenAt == nil || r.cfg.Now().Sub(w.LastSeenAt.Time) < r.ttl
 }
 
 func (r *Registry) withStale(w *ojs.Worker) *ojs.Worker {
