@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -289,7 +290,15 @@ func (r *Registry) mutate(ctx context.Context, id string, create bool, f func(w 
 	r.mu.RLock()
 	cur, ok := r.view[id]
 	r.mu.RUnlock()
-	for attempt := 0; attempt < 8; attempt++ {
+	for attempt := 0; attempt < maxAttempts; attempt++ {
+		if attempt >= 2 {
+			// Contended: let the other writers through before rereading.
+			select {
+			case <-ctx.Done():
+				return nil, fmt.Errorf("write worker %s: %w", id, unavailable(ctx.Err()))
+			case <-time.After(time.Duration(rand.IntN(attempt*1000)) * time.Microsecond):
+			}
+		}
 		now := r.cfg.Now()
 		var w *ojs.Worker
 		if ok {
@@ -326,6 +335,9 @@ func (r *Registry) mutate(ctx context.Context, id string, create bool, f func(w 
 	}
 	return nil, fmt.Errorf("write worker %s: %w: too many concurrent changes", id, ojs.ErrConflict)
 }
+
+// maxAttempts bounds the compare-and-swap attempts of one change.
+const maxAttempts = 32
 
 // read reads worker id's entry from the bucket, and puts it in the view.
 func (r *Registry) read(ctx context.Context, id string) (entry, bool, error) {
