@@ -29,6 +29,9 @@ type Config struct {
 	// (default 30 s, ojs-worker-protocol.md 10.1).
 	StaleAfter time.Duration
 	Logger     *slog.Logger
+	// Events receives the worker events of ojs-events.md 4.3 (default:
+	// none); jetstream/events.Publisher is the production sink.
+	Events EventSink
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }
@@ -42,7 +45,39 @@ func (c Config) withDefaults() Config {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
+	if c.Events == nil {
+		c.Events = noEvents{}
+	}
 	return c
+}
+
+// EventSink publishes an event about subject (here a worker id).
+type EventSink interface {
+	Publish(eventType, subject string, data any)
+}
+
+type noEvents struct{}
+
+func (noEvents) Publish(string, string, any) {}
+
+// Worker event types (ojs-events.md 4.3).
+const (
+	EventWorkerStarted   = "worker.started"
+	EventWorkerQuiet     = "worker.quiet"
+	EventWorkerHeartbeat = "worker.heartbeat"
+)
+
+// announce publishes what a change of a worker's entry means: a worker
+// first seen (started), one that became quiet. Only the process whose
+// compare-and-swap won publishes, so each is published once.
+func (r *Registry) announce(prev, w *ojs.Worker) {
+	if prev == nil {
+		r.cfg.Events.Publish(EventWorkerStarted, w.ID, map[string]any{
+			"worker_id": w.ID, "queues": w.Queues, "concurrency": w.Concurrency})
+	}
+	if w.State == ojs.WorkerQuiet && (prev == nil || prev.State != ojs.WorkerQuiet) {
+		r.cfg.Events.Publish(EventWorkerQuiet, w.ID, map[string]any{"worker_id": w.ID, "active_jobs": w.ActiveJobs})
+	}
 }
 
 // entry is a worker in the view, with the KV revision it was read at.
@@ -324,6 +359,11 @@ func (r *Registry) mutate(ctx context.Context, id string, create bool, f func(w 
 		}
 		if err == nil {
 			r.store(id, w, rev)
+			var prev *ojs.Worker
+			if ok {
+				prev = cur.w
+			}
+			r.announce(prev, w)
 			return w, nil
 		}
 		if !conflict(err) {
@@ -396,6 +436,8 @@ func (r *Registry) Beat(ctx context.Context, req ojs.HeartbeatRequest) string {
 	r.mu.Lock()
 	r.written[req.WorkerID] = r.cfg.Now()
 	r.mu.Unlock()
+	r.cfg.Events.Publish(EventWorkerHeartbeat, w.ID, map[string]any{
+		"worker_id": w.ID, "active_jobs": w.ActiveJobs, "queues": w.Queues, "state": w.State})
 	return w.State
 }
 

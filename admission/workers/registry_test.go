@@ -217,3 +217,52 @@ func TestExpiredWorkerVanishes(t *testing.T) {
 		t.Fatal("Start accepted a Refresh over half the TTL")
 	}
 }
+
+// sink records published events.
+type sink struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (s *sink) Publish(eventType, subject string, _ any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.events = append(s.events, eventType+" "+subject)
+}
+
+func (s *sink) count(ev string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, e := range s.events {
+		if e == ev {
+			n++
+		}
+	}
+	return n
+}
+
+// ojs-events.md 4.3: worker.started when a worker is first seen,
+// worker.quiet when it becomes quiet (by its beat or a directive),
+// worker.heartbeat per heartbeat; started and quiet once across two
+// processes, published by the one whose compare-and-swap won.
+func TestWorkerEvents_EV43(t *testing.T) {
+	t.Parallel()
+	s := natstest.RunServer(t)
+	var ev sink
+	a, kv := open(t, s, workers.Config{Events: &ev})
+	b, _ := open(t, s, workers.Config{Events: &ev})
+	ctx := context.Background()
+	before := lastSeq(t, kv)
+	a.Admit(ojs.FetchRequest{WorkerID: "w", Queues: []string{"q"}})
+	b.Admit(ojs.FetchRequest{WorkerID: "w", Queues: []string{"q"}})
+	eventually(t, "both sightings are written", func() bool { return lastSeq(t, kv)-before == 2 })
+	b.Beat(ctx, ojs.HeartbeatRequest{WorkerID: "w", Worker: ojs.WorkerInfo{State: ojs.WorkerRunning, ActiveJobs: 2}})
+	if _, err := a.Directive(ctx, "w", ojs.WorkerQuiet); err != nil {
+		t.Fatal(err)
+	}
+	b.Beat(ctx, ojs.HeartbeatRequest{WorkerID: "w", Worker: ojs.WorkerInfo{State: ojs.WorkerQuiet, ActiveJobs: 2}})
+	if ev.count("worker.started w") != 1 || ev.count("worker.quiet w") != 1 || ev.count("worker.heartbeat w") != 2 {
+		t.Fatalf("events %v", ev.events)
+	}
+}

@@ -164,6 +164,7 @@ func (s *Server) startWorkers(ctx context.Context, assets *topology.Assets) erro
 	s.workers, err = workers.New(assets.Workers, workers.Config{
 		StaleAfter: s.cfg.DefaultHeartbeatTimeout,
 		Logger:     s.log.With("component", "workers"),
+		Events:     s.events,
 	})
 	if err != nil {
 		return err
