@@ -1,12 +1,3 @@
-// Package pools is the fair scheduling extension's worker pools and
-// scheduling statistics (ojs-fair-scheduling.md 6, 10). A pool is a
-// worker group (bucket OJS_GROUPS, see admission's groups): the weighted
-// and strict consumption a fetch already does is the scheduler; this
-// package adds no second one. A worker joins a pool by naming it in its
-// heartbeat ("pool", recorded by admission/workers) or its fetch
-// ("group"); its fetches then take the pool's strategy and weights for
-// what they leave out. Pools never hold state of their own: they read
-// groups, queues and the worker registry.
 package pools
 
 import (
