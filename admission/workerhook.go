@@ -13,8 +13,8 @@ type WorkerHook interface {
 	// Admit is called by every fetch before it looks for jobs. It records
 	// that req's worker was seen and tells whether the worker may be given
 	// jobs (a quiet, draining or terminating worker may not, across every
-	// process). It may name the worker's pool in req.Group when the fetch
-	// names none. It must not wait on I/O: fetch is the hot path.
+	// process). It sets req.Pool to the pool the worker declared. It must
+	// not wait on I/O: fetch is the hot path.
 	Admit(req ojs.FetchRequest) (ojs.FetchRequest, bool)
 	// Beat records a heartbeat and answers the state the worker is to be
 	// in (running, quiet, drain or terminate). It never fails the

@@ -24,6 +24,11 @@ type FetchRequest struct {
 	// strategy when Strategy is empty, and the weights of queues the
 	// fetch gives none for.
 	Group string
+	// Pool is the pool the worker declared in its heartbeat
+	// (ojs-fair-scheduling.md 6.2), set by the worker registry: applied
+	// like Group when the fetch names none, and ignored while no such
+	// group exists.
+	Pool string
 }
 
 // Queue consumption strategies (ojs-priority.md 7).

@@ -234,9 +234,7 @@ func (r *Registry) Admit(req ojs.FetchRequest) (ojs.FetchRequest, bool) {
 	if !known {
 		return req, true
 	}
-	if req.Group == "" && e.w.Pool != "" {
-		req.Group = e.w.Pool
-	}
+	req.Pool = e.w.Pool
 	return req, e.w.State == ojs.WorkerRunning
 }
 

@@ -299,4 +299,13 @@ func TestHTTPPoolsShapeConsumption_FS(t *testing.T) {
 	if r := c.do("GET", "/ojs/v1/admin/pools/heavy", nil); r.status != 404 {
 		t.Fatalf("GET a deleted pool: %d %s", r.status, r.raw)
 	}
+	// A worker whose declared pool is gone (or never was) still fetches,
+	// by its own queues.
+	eventually(t, 10*time.Second, "hw fetches without its deleted pool", func() bool {
+		return len(fetchAs(c, "hw", 1, "pb", "pa")) == 1
+	})
+	c.must(200, "POST", "/ojs/v1/workers/heartbeat", map[string]any{"worker_id": "nw", "pool": "no-such-pool", "active_jobs": 0})
+	if jobs := fetchAs(c, "nw", 1, "pb", "pa"); len(jobs) != 1 {
+		t.Fatalf("a worker of an unknown pool got %d jobs", len(jobs))
+	}
 }
