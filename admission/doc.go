@@ -23,7 +23,10 @@
 // queue with aging tries its levels by effective priority instead,
 // computed at fetch time from ready message timestamps and never written
 // (aging.go). Worker groups (groups.go) are stored defaults of the
-// consumption strategy that fetches naming them take.
+// consumption strategy that fetches naming them take, and the worker pools
+// of admission/pools. Worker lifecycle (quiet, drain, terminate) lives in
+// admission/workers, met through WorkerHook (workerhook.go): fetch asks it
+// whether a worker may be given jobs, heartbeat what to answer.
 //
 // Timeouts (ojs-timeouts.md) fire from JetStream message schedules, never
 // from a scan: an active job's one lease timer stands at its next deadline

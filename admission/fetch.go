@@ -26,6 +26,12 @@ func (s *Service) Fetch(ctx context.Context, req ojs.FetchRequest) ([]*ojs.Job, 
 	if err := ctx.Err(); err != nil {
 		return nil, jobstore.Unavailable(err)
 	}
+	if w := s.cfg.Workers; w != nil {
+		var ok bool
+		if req, ok = w.Admit(req); !ok {
+			return []*ojs.Job{}, nil // quiet or stopping: no new jobs (ojs-graceful-shutdown.md 5.1)
+		}
+	}
 	req, err := s.withGroup(ctx, req)
 	if err != nil {
 		return nil, err

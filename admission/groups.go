@@ -107,6 +107,17 @@ func (c *groupCache) get(ctx context.Context, name string) (*ojs.WorkerGroup, er
 	return g, nil
 }
 
+// cached returns a group only from the cache.
+func (c *groupCache) cached(name string) (*ojs.WorkerGroup, bool) {
+	if name == "" {
+		return nil, false
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	g, ok := c.groups[name]
+	return g, ok
+}
+
 func (c *groupCache) list() []ojs.WorkerGroup {
 	c.mu.RLock()
 	out := make([]ojs.WorkerGroup, 0, len(c.groups))
@@ -157,9 +168,13 @@ func (s *Service) DeleteWorkerGroup(ctx context.Context, name string) error {
 	return nil
 }
 
-// withGroup applies the fetch's worker group, if it names one.
+// withGroup applies the fetch's worker group, if it names one, else its
+// worker's pool if this process's cache holds it (no round trip).
 func (s *Service) withGroup(ctx context.Context, req ojs.FetchRequest) (ojs.FetchRequest, error) {
 	if req.Group == "" {
+		if g, ok := s.groups.cached(req.Pool); ok {
+			return req.ApplyGroup(g), nil
+		}
 		return req, nil
 	}
 	g, err := s.groups.get(ctx, req.Group)

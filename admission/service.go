@@ -73,6 +73,10 @@ type Config struct {
 	DefaultBlockTimeout    time.Duration
 	MaxBlockTimeout        time.Duration
 	BackpressureRetryAfter time.Duration
+
+	// Workers, when set, is told of every fetch and heartbeat (see
+	// WorkerHook).
+	Workers WorkerHook
 }
 
 func (c Config) withDefaults() Config {

@@ -184,6 +184,7 @@ func (s *Service) QueueStats(ctx context.Context, name string) (*ojs.QueueStats,
 			c.Bound = &p.MaxDepth
 		}
 	}
+	c.StartedLastMinute, c.WaitMsLastMinute = minute.Started, minute.WaitMs
 	return &ojs.QueueStats{Queue: name, Status: q.Status, Stats: c, ComputedAt: ojs.NewTime(s.now()),
 		Backpressure: p}, nil
 }

@@ -218,6 +218,10 @@ func (s *Service) Heartbeat(ctx context.Context, req ojs.HeartbeatRequest) (*ojs
 			res.Cancel = append(res.Cancel, id)
 		}
 	}
+	if w := s.cfg.Workers; w != nil {
+		res.WorkerState = w.Beat(ctx, req)
+		res.State = ojs.HeartbeatState(res.WorkerState)
+	}
 	return res, nil
 }
 

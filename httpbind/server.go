@@ -110,6 +110,8 @@ func (s *server) routes() []route {
 	rs = append(rs, s.backpressureRoutes()...)
 	rs = append(rs, s.probeRoutes()...)
 	rs = append(rs, s.adminRoutes()...)
+	rs = append(rs, s.workerRoutes()...)
+	rs = append(rs, s.poolRoutes()...)
 	if s.cfg.MetricsHandler != nil {
 		rs = append(rs, route{http.MethodGet, "/metrics", s.cfg.MetricsHandler.ServeHTTP, body})
 	}

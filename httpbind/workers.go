@@ -336,7 +336,7 @@ func decodeHeartbeat(r *http.Request) (ojs.HeartbeatRequest, error) {
 	if req.WorkerID, err = o.id("worker_id", true); err != nil {
 		return req, err
 	}
-	if _, err = o.str("state", false); err != nil {
+	if req.Worker, err = decodeWorkerInfo(o); err != nil {
 		return req, err
 	}
 	ids, err := activeJobIDs(o)

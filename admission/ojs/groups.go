@@ -24,7 +24,14 @@ type WorkerGroup struct {
 	// without one has weight 1, weight 0 leaves it out.
 	Weights   map[string]int `json:"weights,omitempty"`
 	UpdatedAt *Time          `json:"updated_at,omitempty"`
+	// Concurrency is a worker pool's declared concurrency
+	// (ojs-fair-scheduling.md 6.1); reported, not enforced.
+	Concurrency int `json:"concurrency,omitempty"`
 }
+
+// StrategyRoundRobin gives every queue of a group the same attention
+// (ojs-fair-scheduling.md 7.1): weighted consumption with equal weights.
+const StrategyRoundRobin = "round-robin"
 
 var groupNameRule = `a group name matching [a-z0-9][a-z0-9\-\.]* of at most 128 characters`
 
@@ -38,9 +45,12 @@ func (g *WorkerGroup) Validate() error {
 		return &ValidationError{Field: "name", Rule: groupNameRule, Received: strconv.Quote(g.Name)}
 	}
 	switch g.Strategy {
-	case StrategyStrict, StrategyWeighted:
+	case StrategyStrict, StrategyWeighted, StrategyRoundRobin:
 	default:
-		return &ValidationError{Field: "strategy", Rule: `"strict" or "weighted"`, Received: strconv.Quote(g.Strategy)}
+		return &ValidationError{Field: "strategy", Rule: `"strict", "weighted" or "round-robin"`, Received: strconv.Quote(g.Strategy)}
+	}
+	if g.Concurrency < 0 {
+		return &ValidationError{Field: "concurrency", Rule: "an integer >= 1", Received: strconv.Itoa(g.Concurrency)}
 	}
 	if len(g.Queues) == 0 {
 		return &ValidationError{Field: "queues", Rule: "a non-empty array of queue names"}
@@ -86,6 +96,10 @@ func (req FetchRequest) ApplyGroup(g *WorkerGroup) FetchRequest {
 	}
 	if req.Strategy == "" {
 		req.Strategy = g.Strategy
+	}
+	if req.Strategy == StrategyRoundRobin {
+		req.Strategy = StrategyWeighted
+		return req // every queue weighs 1
 	}
 	if len(g.Weights) > 0 {
 		w := maps.Clone(g.Weights)

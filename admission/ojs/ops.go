@@ -26,6 +26,11 @@ type FetchRequest struct {
 	// strategy when Strategy is empty, and the weights of queues the
 	// fetch gives none for.
 	Group string
+	// Pool is the pool the worker declared in its heartbeat
+	// (ojs-fair-scheduling.md 6.2), set by the worker registry: applied
+	// like Group when the fetch names none, and ignored while no such
+	// group exists.
+	Pool string
 }
 
 // Queue consumption strategies (ojs-priority.md 7).
@@ -89,6 +94,8 @@ type HeartbeatRequest struct {
 	WorkerID          string
 	JobIDs            []string
 	VisibilityTimeout time.Duration // 0: each job's own reservation period
+	// Worker is what the worker says about itself (state, hostname ...).
+	Worker WorkerInfo
 }
 
 // HeartbeatResult is the answer to a BEAT.
@@ -100,6 +107,9 @@ type HeartbeatResult struct {
 	// (ojs-timeouts.md 5.4).
 	Cancel     []string  `json:"jobs_to_cancel"`
 	ServerTime time.Time `json:"-"`
+	// WorkerState is the registry's state of the worker, which may be
+	// drain (State then says terminate); empty without a registry.
+	WorkerState string `json:"-"`
 }
 
 // QueueInfo is one queue as listed by GET /ojs/v1/queues.
@@ -161,6 +171,10 @@ type QueueStatsCounts struct {
 	// alone).
 	Depth *int64 `json:"depth,omitempty"`
 	Bound *int64 `json:"bound,omitempty"`
+	// Starts (dispatches) in the last minute and their summed wait, for
+	// the scheduling statistics (ojs-fair-scheduling.md 10.2).
+	StartedLastMinute int64 `json:"-"`
+	WaitMsLastMinute  int64 `json:"-"`
 }
 
 // PageRequest selects a page of a list: Offset, or an opaque Cursor from a

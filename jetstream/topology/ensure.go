@@ -44,6 +44,9 @@ type Assets struct {
 	Timers jetstream.Stream
 	Counts jetstream.Stream
 	Stats  jetstream.Stream
+
+	// Workers is the worker registry (WorkersBucket).
+	Workers jetstream.KeyValue
 }
 
 // Ensure creates or updates every bucket and stream jetgate needs. It is
@@ -62,6 +65,12 @@ func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Assets, e
 			// the marker left when one expires is kept this long.
 			markers = time.Hour
 		}
+		var ttl time.Duration
+		if name == WorkersBucket {
+			// Dead workers vanish; their expiry leaves a marker so that
+			// watchers drop them too.
+			ttl, markers = WorkersTTL, time.Minute
+		}
 		*dst, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 			Bucket:         name,
 			Description:    desc,
@@ -69,6 +78,7 @@ func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Assets, e
 			Storage:        cfg.Storage,
 			Replicas:       cfg.Replicas,
 			LimitMarkerTTL: markers,
+			TTL:            ttl,
 		})
 		if err != nil {
 			err = fmt.Errorf("ensure bucket %s: %w", name, err)
@@ -79,6 +89,7 @@ func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Assets, e
 	kv(DeadBucket, "jetgate dead letter index, key = queue.job id", &a.Dead)
 	kv(LimitsBucket, "jetgate rate limit state, key = escaped limit key", &a.Limits)
 	kv(GroupsBucket, "jetgate worker group defaults, key = escaped group name", &a.Groups)
+	kv(WorkersBucket, "jetgate worker registry, key = escaped worker id", &a.Workers)
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +103,7 @@ func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Assets, e
 		for _, b := range []struct {
 			name string
 			dst  *jetstream.KeyValue
-		}{{JobsBucket, &a.Jobs}, {QueuesBucket, &a.Queues}, {DeadBucket, &a.Dead}, {LimitsBucket, &a.Limits}, {GroupsBucket, &a.Groups}} {
+		}{{JobsBucket, &a.Jobs}, {QueuesBucket, &a.Queues}, {DeadBucket, &a.Dead}, {LimitsBucket, &a.Limits}, {GroupsBucket, &a.Groups}, {WorkersBucket, &a.Workers}} {
 			if *b.dst, err = leaderReads(ctx, js, b.name); err != nil {
 				return nil, err
 			}

@@ -6,6 +6,10 @@ import (
 	"time"
 )
 
+// WorkersTTL is how long a worker's registry entry outlives its last
+// write (workers seen by any process are rewritten every few seconds).
+const WorkersTTL = 5 * time.Minute
+
 // Buckets, streams and subjects. Partitioned names are printf patterns whose
 // arguments are always passed through Token first.
 const (
@@ -20,6 +24,10 @@ const (
 	// GroupsBucket holds worker group defaults (queue consumption
 	// strategy, queues, weights), key = Token(group name).
 	GroupsBucket = "OJS_GROUPS"
+	// WorkersBucket is the worker registry: one entry per worker seen by
+	// fetch or heartbeat, key = Token(worker id). Entries expire
+	// WorkersTTL after their last write, so dead workers vanish.
+	WorkersBucket = "OJS_WORKERS"
 
 	// ReadyStream holds one message per job that is ready to run.
 	ReadyStream = "OJS_READY"

@@ -21,6 +21,8 @@ import (
 	"github.com/jetgate/jetgate/admission"
 	"github.com/jetgate/jetgate/admission/admin"
 	"github.com/jetgate/jetgate/admission/metrics"
+	"github.com/jetgate/jetgate/admission/pools"
+	"github.com/jetgate/jetgate/admission/workers"
 	"github.com/jetgate/jetgate/httpbind"
 	"github.com/jetgate/jetgate/jetstream/embedded"
 	"github.com/jetgate/jetgate/jetstream/events"
@@ -34,7 +36,7 @@ var Version = "0.1.0-dev"
 // manifest declares exactly these.
 var Extensions = []string{
 	"urn:ojs:ext:rate-limiting", httpbind.ExtBackpressure, httpbind.ExtPriority, "urn:ojs:ext:timeouts",
-	"urn:ojs:ext:progress",
+	"urn:ojs:ext:progress", httpbind.ExtFairScheduling,
 }
 
 // ConformanceLevel is the OJS conformance level jetgate declares.
@@ -49,6 +51,8 @@ type Server struct {
 	nc      *nats.Conn
 	js      jetstream.JetStream
 	svc     *admission.Service
+	workers *workers.Registry
+	pools   *pools.Pools
 	events  *events.Publisher
 	metrics *metrics.Metrics
 	httpSrv *http.Server
@@ -115,7 +119,11 @@ func (s *Server) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := s.startWorkers(ctx, assets); err != nil {
+		return err
+	}
 	s.svc, err = admission.New(nc, s.js, assets, admission.Config{
+		Workers:                 s.workers,
 		DefaultHeartbeatTimeout: s.cfg.DefaultHeartbeatTimeout,
 		DefaultTimeout:          s.cfg.DefaultTimeout,
 		DefaultGracePeriod:      s.cfg.DefaultGracePeriod,
@@ -135,6 +143,9 @@ func (s *Server) start(ctx context.Context) error {
 	if err := s.svc.Start(ctx); err != nil {
 		return err
 	}
+	if s.pools, err = pools.New(s.svc, s.workers); err != nil {
+		return err
+	}
 	s.metrics.SetStateDepthFunc(s.svc.StateDepths)
 	s.metrics.SetPriorityDepthFunc(s.svc.PriorityDepths)
 	s.metrics.SetHeartbeatAgeFunc(s.svc.HeartbeatAges)
@@ -148,11 +159,19 @@ func (s *Server) start(ctx context.Context) error {
 	return s.serveHTTP()
 }
 
-// backend is what the HTTP binding serves: the admission service and the
-// operator API (admission/admin) beside it.
-type backend struct {
-	*admission.Service
-	*admin.Admin
+// startWorkers starts the worker registry (admission/workers); a worker
+// not seen within the heartbeat timeout is stale.
+func (s *Server) startWorkers(ctx context.Context, assets *topology.Assets) error {
+	var err error
+	s.workers, err = workers.New(assets.Workers, workers.Config{
+		StaleAfter: s.cfg.DefaultHeartbeatTimeout,
+		Logger:     s.log.With("component", "workers"),
+		Events:     s.events,
+	})
+	if err != nil {
+		return err
+	}
+	return s.workers.Start(ctx)
 }
 
 func (s *Server) serveHTTP() error {
@@ -160,7 +179,7 @@ func (s *Server) serveHTTP() error {
 	if err != nil {
 		return err
 	}
-	h, err := httpbind.New(backend{s.svc, adm}, httpbind.Config{
+	h, err := httpbind.New(backend{s.svc, adm, s.workers, s.pools}, httpbind.Config{
 		MaxBodyBytes:            s.cfg.MaxBodyBytes,
 		MaxFetchCount:           s.cfg.MaxFetchCount,
 		Logger:                  s.log.With("component", "http"),
@@ -264,6 +283,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		if s.svc != nil {
 			s.svc.Stop()
 		}
+		if s.workers != nil {
+			s.workers.Stop()
+		}
 		if s.metrics != nil {
 			_ = s.metrics.Shutdown(ctx)
 		}
@@ -291,6 +313,9 @@ func (s *Server) kill() {
 	}
 	if s.svc != nil {
 		s.svc.Stop()
+	}
+	if s.workers != nil {
+		s.workers.Stop()
 	}
 	if s.nc != nil {
 		s.nc.Close()

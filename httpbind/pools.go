@@ -1,0 +1,179 @@
+package httpbind
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/gorilla/mux"
+
+	"github.com/jetgate/jetgate/admission/ojs"
+)
+
+// PoolBackend is what the fair scheduling extension's endpoints ask of
+// the layer below (ojs-fair-scheduling.md 10). A Backend that also
+// implements it gets the routes.
+type PoolBackend interface {
+	ListPools(ctx context.Context) ([]ojs.Pool, error)
+	Pool(ctx context.Context, name string) (*ojs.Pool, error)
+	SetPool(ctx context.Context, g ojs.WorkerGroup) (*ojs.Pool, error)
+	DeletePool(ctx context.Context, name string) error
+	SchedulingStats(ctx context.Context) (*ojs.SchedulingStats, error)
+}
+
+// ExtFairScheduling is the fair scheduling extension's URI.
+const ExtFairScheduling = "urn:ojs:ext:fair-scheduling"
+
+func (s *server) poolRoutes() []route {
+	pb, ok := s.b.(PoolBackend)
+	if !ok {
+		return nil
+	}
+	body := s.cfg.MaxBodyBytes
+	h := poolHandlers{s: s, b: pb}
+	return []route{
+		{http.MethodGet, "/ojs/v1/admin/pools", h.list, body},
+		{http.MethodGet, "/ojs/v1/admin/pools/{pool}", h.get, body},
+		{http.MethodPut, "/ojs/v1/admin/pools/{pool}", h.put, body},
+		{http.MethodDelete, "/ojs/v1/admin/pools/{pool}", h.delete, body},
+		{http.MethodGet, "/ojs/v1/admin/scheduling/stats", h.stats, body},
+	}
+}
+
+type poolHandlers struct {
+	s *server
+	b PoolBackend
+}
+
+func pathPool(r *http.Request) (string, error) {
+	name := mux.Vars(r)["pool"]
+	if !ojs.ValidGroupName(name) {
+		return "", invalid("name", `a pool name matching ^[a-z0-9][a-z0-9\-\.]*$ of at most 128 characters`, strconv.Quote(short(name)))
+	}
+	return name, nil
+}
+
+// list is GET /ojs/v1/admin/pools (10.1, FS-004): {"items":[...]}.
+func (h poolHandlers) list(w http.ResponseWriter, r *http.Request) {
+	ps, err := h.b.ListPools(r.Context())
+	if err != nil {
+		h.s.writeError(w, r, err)
+		return
+	}
+	if ps == nil {
+		ps = []ojs.Pool{}
+	}
+	h.s.writeJSON(w, r, http.StatusOK, map[string]any{"items": ps})
+}
+
+// get is GET /ojs/v1/admin/pools/{pool}.
+func (h poolHandlers) get(w http.ResponseWriter, r *http.Request) {
+	name, err := pathPool(r)
+	if err != nil {
+		h.s.writeError(w, r, err)
+		return
+	}
+	p, err := h.b.Pool(r.Context(), name)
+	if err != nil {
+		h.s.writeError(w, r, err)
+		return
+	}
+	h.s.writeJSON(w, r, http.StatusOK, p)
+}
+
+// put is PUT /ojs/v1/admin/pools/{pool} (10.1): {"queues": [names] or
+// [{"name","weight"}], "concurrency"?, "strategy"?: "round-robin"
+// (default) | "strict" | "weighted", "weights"?: {queue: weight}}. It
+// creates or replaces the pool and answers it.
+func (h poolHandlers) put(w http.ResponseWriter, r *http.Request) {
+	name, err := pathPool(r)
+	if err != nil {
+		h.s.writeError(w, r, err)
+		return
+	}
+	o, err := readObject(r)
+	if err != nil {
+		h.s.writeError(w, r, err)
+		return
+	}
+	g, err := decodePool(name, o)
+	if err != nil {
+		h.s.writeError(w, r, err)
+		return
+	}
+	p, err := h.b.SetPool(r.Context(), g)
+	if err != nil {
+		h.s.writeError(w, r, err)
+		return
+	}
+	h.s.writeJSON(w, r, http.StatusOK, p)
+}
+
+// decodePool reads the body of a PUT of pool name.
+func decodePool(name string, o object) (ojs.WorkerGroup, error) {
+	g := ojs.WorkerGroup{Name: name}
+	if err := onlyFields(o, "name", "queues", "concurrency", "strategy", "weights"); err != nil {
+		return g, err
+	}
+	if n, err := o.str("name", false); err != nil {
+		return g, err
+	} else if n != "" && n != name {
+		return g, invalid("name", "the pool name of the path ("+name+") when given", strconv.Quote(short(n)))
+	}
+	strategy, err := o.str("strategy", false)
+	if err != nil {
+		return g, err
+	}
+	queues, weights, err := fetchQueues(o)
+	if err != nil {
+		return g, err
+	}
+	if len(queues) == 0 {
+		return g, invalid("queues", "a non-empty array of queue names or of {name, weight} objects", describe(o["queues"]))
+	}
+	for i, q := range queues {
+		if err := checkQueueName(fmt.Sprintf("queues[%d]", i), q); err != nil {
+			return g, err
+		}
+	}
+	if raw, ok := o.get("weights"); ok {
+		if weights, err = weightsObject(raw, weights); err != nil {
+			return g, err
+		}
+	}
+	conc, err := o.integer("concurrency", 0, 1, 1<<31-1)
+	if err != nil {
+		return g, err
+	}
+	if strategy == "" {
+		strategy = ojs.StrategyRoundRobin
+	}
+	g.Strategy, g.Queues, g.Weights, g.Concurrency = strategy, queues, weights, int(conc)
+	return g, g.Validate()
+}
+
+// delete is DELETE /ojs/v1/admin/pools/{pool}: {"name","deleted":true};
+// 404 when there is no such pool.
+func (h poolHandlers) delete(w http.ResponseWriter, r *http.Request) {
+	name, err := pathPool(r)
+	if err != nil {
+		h.s.writeError(w, r, err)
+		return
+	}
+	if err := h.b.DeletePool(r.Context(), name); err != nil {
+		h.s.writeError(w, r, err)
+		return
+	}
+	h.s.writeJSON(w, r, http.StatusOK, map[string]any{"name": name, "deleted": true})
+}
+
+// stats is GET /ojs/v1/admin/scheduling/stats (10.2, FS-R004).
+func (h poolHandlers) stats(w http.ResponseWriter, r *http.Request) {
+	st, err := h.b.SchedulingStats(r.Context())
+	if err != nil {
+		h.s.writeError(w, r, err)
+		return
+	}
+	h.s.writeJSON(w, r, http.StatusOK, st)
+}

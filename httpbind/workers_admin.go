@@ -1,0 +1,281 @@
+package httpbind
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/gorilla/mux"
+
+	"github.com/jetgate/jetgate/admission/ojs"
+)
+
+// WorkerBackend is what the worker lifecycle endpoints ask of the layer
+// below: the worker registry (ojs-worker-protocol.md 4, ojs-admin-api.md
+// 9, ojs-graceful-shutdown.md 5). A Backend that also implements it gets
+// the routes.
+type WorkerBackend interface {
+	ListWorkers(ctx context.Context, page, perPage int) (*ojs.WorkerPage, error)
+	Worker(ctx context.Context, id string) (*ojs.Worker, error)
+	WorkerHealth(ctx context.Context, id string) (*ojs.WorkerHealth, error)
+	// Directive sets an operator's "quiet" or "terminate" for a worker.
+	Directive(ctx context.Context, id, directive string) (*ojs.Worker, error)
+	// Deregister removes a stale worker.
+	Deregister(ctx context.Context, id string) (*ojs.Worker, error)
+}
+
+// Page sizes of GET /ojs/v1/admin/workers (ojs-admin-api.md 6.3).
+const (
+	workersDefaultPerPage = 20
+	workersMaxPerPage     = 100
+)
+
+func (s *server) workerRoutes() []route {
+	wb, ok := s.b.(WorkerBackend)
+	if !ok {
+		return nil
+	}
+	body := s.cfg.MaxBodyBytes
+	h := workerHandlers{s: s, b: wb}
+	return []route{
+		{http.MethodPost, "/ojs/v1/workers/beat", h.beat, body},
+		{http.MethodGet, "/ojs/v1/workers/{id}/health", h.health, body},
+		{http.MethodGet, "/ojs/v1/admin/workers", h.list, body},
+		{http.MethodGet, "/ojs/v1/admin/workers/{id}", h.get, body},
+		{http.MethodDelete, "/ojs/v1/admin/workers/{id}", h.deregister, body},
+		{http.MethodPost, "/ojs/v1/admin/workers/{id}/quiet", h.direct(ojs.WorkerQuiet), body},
+		{http.MethodPost, "/ojs/v1/admin/workers/{id}/terminate", h.direct(ojs.WorkerTerminate), body},
+	}
+}
+
+type workerHandlers struct {
+	s *server
+	b WorkerBackend
+}
+
+// decodeWorkerInfo reads what a heartbeat says about its worker
+// (ojs-worker-protocol.md 4.2; ojs-fair-scheduling.md 6.2 "pool"):
+// "state" is running, quiet, drain or terminate.
+func decodeWorkerInfo(o object) (ojs.WorkerInfo, error) {
+	in := ojs.WorkerInfo{ActiveJobs: -1}
+	var err error
+	if in.State, err = o.str("state", false); err != nil {
+		return in, err
+	}
+	if in.State != "" && !ojs.ValidWorkerState(in.State) {
+		return in, invalid("state", `one of "running", "quiet", "drain", "terminate"`, strconv.Quote(short(in.State)))
+	}
+	if raw, ok := o.get("active_jobs"); ok && raw[0] != '[' {
+		n, err := o.integer("active_jobs", 0, 0, 1<<31-1)
+		if err != nil {
+			return in, err
+		}
+		in.ActiveJobs = int(n)
+	}
+	for _, f := range []struct {
+		name string
+		dst  *string
+	}{{"hostname", &in.Hostname}, {"version", &in.Version}, {"pool", &in.Pool}} {
+		if *f.dst, err = o.id(f.name, false); err != nil {
+			return in, err
+		}
+	}
+	if in.Pool != "" && !ojs.ValidGroupName(in.Pool) {
+		return in, invalid("pool", `a pool name matching ^[a-z0-9][a-z0-9\-\.]*$ of at most 128 characters`, strconv.Quote(short(in.Pool)))
+	}
+	pid, err := o.integer("pid", 0, 0, 1<<31-1)
+	if err != nil {
+		return in, err
+	}
+	conc, err := o.integer("concurrency", 0, 0, 1<<31-1)
+	if err != nil {
+		return in, err
+	}
+	in.PID, in.Concurrency = int(pid), int(conc)
+	if in.Queues, _, err = o.strings("queues"); err != nil {
+		return in, err
+	}
+	for i, q := range in.Queues {
+		if err := checkQueueName(fmt.Sprintf("queues[%d]", i), q); err != nil {
+			return in, err
+		}
+	}
+	if in.Labels, _, err = o.strings("labels"); err != nil {
+		return in, err
+	}
+	if raw, ok := o.get("started_at"); ok {
+		var t ojs.Time
+		if err := json.Unmarshal(raw, &t); err != nil {
+			return in, invalid("started_at", "an RFC 3339 timestamp", describe(raw))
+		}
+		in.StartedAt = &t
+	}
+	if raw, ok := o.get("metadata"); ok {
+		if raw[0] != '{' {
+			return in, invalid("metadata", "a JSON object", describe(raw))
+		}
+		in.Metadata = raw
+	}
+	return in, nil
+}
+
+// beat is POST /ojs/v1/workers/beat: a heartbeat under the graceful
+// shutdown extension's vocabulary. Same body as /workers/heartbeat, with
+// "state": running | quiet | drain | terminate; the answer is
+// {"acknowledged":true,"worker_id","state","jobs_extended",
+// "jobs_to_cancel","server_time"}, where state is the state the worker is
+// to be in (drain stays drain here).
+func (h workerHandlers) beat(w http.ResponseWriter, r *http.Request) {
+	req, err := decodeHeartbeat(r)
+	if err != nil {
+		h.s.writeError(w, r, err)
+		return
+	}
+	res, err := h.s.b.Heartbeat(r.Context(), req)
+	if err != nil {
+		h.s.writeError(w, r, err)
+		return
+	}
+	state := res.WorkerState
+	if state == "" {
+		state = ojs.FurthestWorkerState(res.State, req.Worker.State)
+	}
+	st := res.ServerTime
+	if st.IsZero() {
+		st = time.Now()
+	}
+	h.s.writeJSON(w, r, http.StatusOK, map[string]any{
+		"acknowledged": true, "worker_id": req.WorkerID, "state": state,
+		"jobs_extended": nonNil(res.Extended), "jobs_to_cancel": nonNil(res.Cancel), "server_time": ojs.NewTime(st),
+	})
+}
+
+func nonNil(l []string) []string {
+	if l == nil {
+		return []string{}
+	}
+	return l
+}
+
+// pathWorkerID reads the {id} path variable.
+func pathWorkerID(r *http.Request) (string, error) {
+	id := mux.Vars(r)["id"]
+	if id == "" || len(id) > maxIDLen {
+		return "", invalid("id", fmt.Sprintf("a worker id of 1 to %d bytes", maxIDLen), strconv.Quote(short(id)))
+	}
+	return id, nil
+}
+
+// health is GET /ojs/v1/workers/{id}/health: {"worker_id","status":
+// "healthy"|"stale","ready","state","reported_state","directive"?,
+// "active_jobs","last_seen_at","last_heartbeat_at"?,"seconds_since_seen"}.
+func (h workerHandlers) health(w http.ResponseWriter, r *http.Request) {
+	id, err := pathWorkerID(r)
+	if err != nil {
+		h.s.writeError(w, r, err)
+		return
+	}
+	res, err := h.b.WorkerHealth(r.Context(), id)
+	if err != nil {
+		h.s.writeError(w, r, err)
+		return
+	}
+	h.s.writeJSON(w, r, http.StatusOK, res)
+}
+
+// list is GET /ojs/v1/admin/workers?page=&per_page= (ojs-admin-api.md
+// 9.1): {"items","summary","pagination":{"total","page","per_page"}}.
+func (h workerHandlers) list(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	page, err := queryInt(q, "page", 1, 1, 1<<31-1)
+	if err != nil {
+		h.s.writeError(w, r, err)
+		return
+	}
+	per, err := queryInt(q, "per_page", workersDefaultPerPage, 1, workersMaxPerPage)
+	if err != nil {
+		h.s.writeError(w, r, err)
+		return
+	}
+	res, err := h.b.ListWorkers(r.Context(), page, per)
+	if err != nil {
+		h.s.writeError(w, r, err)
+		return
+	}
+	items := res.Items
+	if items == nil {
+		items = []ojs.Worker{}
+	}
+	h.s.writeJSON(w, r, http.StatusOK, map[string]any{
+		"items": items, "summary": res.Summary,
+		"pagination": map[string]int{"total": res.Total, "page": page, "per_page": per},
+	})
+}
+
+// queryInt reads an integer query parameter in [lo, hi]; def when absent.
+func queryInt(q url.Values, name string, def, lo, hi int) (int, error) {
+	v := q.Get(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > hi {
+		return 0, invalid(name, fmt.Sprintf("an integer between %d and %d", lo, hi), strconv.Quote(short(v)))
+	}
+	return n, nil
+}
+
+// get is GET /ojs/v1/admin/workers/{id} (9.2): the worker with its
+// active job ids from its last heartbeat.
+func (h workerHandlers) get(w http.ResponseWriter, r *http.Request) {
+	id, err := pathWorkerID(r)
+	if err != nil {
+		h.s.writeError(w, r, err)
+		return
+	}
+	res, err := h.b.Worker(r.Context(), id)
+	if err != nil {
+		h.s.writeError(w, r, err)
+		return
+	}
+	h.s.writeJSON(w, r, http.StatusOK, res)
+}
+
+// direct is POST /ojs/v1/admin/workers/{id}/quiet (9.3) and
+// .../terminate: the worker's next heartbeat, answered by any jetgate
+// process, says the directive. Answers the worker.
+func (h workerHandlers) direct(directive string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id, err := pathWorkerID(r)
+		if err != nil {
+			h.s.writeError(w, r, err)
+			return
+		}
+		res, err := h.b.Directive(r.Context(), id, directive)
+		if err != nil {
+			h.s.writeError(w, r, err)
+			return
+		}
+		h.s.writeJSON(w, r, http.StatusOK, res)
+	}
+}
+
+// deregister is DELETE /ojs/v1/admin/workers/{id} (9.4): removes a stale
+// worker (409 for one seen within the heartbeat timeout).
+func (h workerHandlers) deregister(w http.ResponseWriter, r *http.Request) {
+	id, err := pathWorkerID(r)
+	if err != nil {
+		h.s.writeError(w, r, err)
+		return
+	}
+	res, err := h.b.Deregister(r.Context(), id)
+	if err != nil {
+		h.s.writeError(w, r, err)
+		return
+	}
+	h.s.writeJSON(w, r, http.StatusOK, map[string]any{"worker": res, "deregistered": true})
+}
