@@ -18,7 +18,7 @@
 //   - the count of the current window, the throttle's next allowed start,
 //     and a hint of how many jobs wait.
 //
-// The rules, decided here and documented in the README:
+// The rules, decided here and documented in docs/decisions.md:
 //
 //   - Concurrency counts active jobs holding a lease. A job declaring
 //     concurrency N starts only while fewer than N slots are held or
