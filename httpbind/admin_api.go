@@ -28,6 +28,11 @@ type AdminBackend interface {
 	DeadLetterStats(ctx context.Context) (*ojs.DeadLetterStats, error)
 }
 
+// ExtAdminAPI is the admin API extension's URI (ojs-admin-api.md): a
+// server whose Backend implements AdminBackend and WorkerBackend serves
+// every required endpoint (ADM-001..ADM-008) and declares it.
+const ExtAdminAPI = "urn:ojs:ext:admin-api"
+
 // Page sizes of admin listings (7.1: default 20, max 100).
 const (
 	adminDefaultPerPage = 20

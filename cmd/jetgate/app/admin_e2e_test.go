@@ -122,6 +122,12 @@ func TestAdminStatsAndQueues_ADM001_ADM005(t *testing.T) {
 	if st["queues"] != float64(2) || st["uptime_seconds"] == nil {
 		t.Fatalf("stats: %v", st)
 	}
+	// Every required endpoint is served, so the manifest declares the
+	// extension (ojs-admin-api.md 2).
+	man := c.must(200, "GET", "/ojs/manifest", nil)
+	if !slices.Contains(list(man["extensions"]), any("urn:ojs:ext:admin-api")) {
+		t.Fatalf("manifest extensions %v lack urn:ojs:ext:admin-api", man["extensions"])
+	}
 
 	qs := c.must(200, "GET", "/ojs/v1/admin/queues", nil)
 	items := list(qs["items"])

@@ -36,7 +36,7 @@ var Version = "0.1.0-dev"
 // manifest declares exactly these.
 var Extensions = []string{
 	"urn:ojs:ext:rate-limiting", httpbind.ExtBackpressure, httpbind.ExtPriority, "urn:ojs:ext:timeouts",
-	"urn:ojs:ext:progress", httpbind.ExtFairScheduling,
+	"urn:ojs:ext:progress", httpbind.ExtFairScheduling, httpbind.ExtAdminAPI,
 }
 
 // ConformanceLevel is the OJS conformance level jetgate declares.
