@@ -179,7 +179,7 @@ func (s *Service) QueueStats(ctx context.Context, name string) (*ojs.QueueStats,
 	c.ThroughputPerSecond = float64(minute.Completed) / 60
 	p := s.queuePressure(ctx, name)
 	if p != nil {
-		c.Depth = &p.Depth
+		c.Queue, c.Depth = name, &p.Depth
 		if p.MaxDepth > 0 {
 			c.Bound = &p.MaxDepth
 		}

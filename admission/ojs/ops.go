@@ -165,10 +165,12 @@ type QueueStatsCounts struct {
 	AvgWaitMs           float64 `json:"avg_wait_ms"`
 	ThroughputPerSecond float64 `json:"throughput_per_second"`
 
-	// Depth and Bound are set on a bounded queue only (ojs-backpressure.md
-	// 3): its depth, the non-terminal jobs counted against its bound, and
-	// the bound on depth (max_depth; absent for a queue bounded by size
-	// alone).
+	// Queue, Depth and Bound are set on a bounded queue only
+	// (ojs-backpressure.md 3), named as a QUEUE_FULL refusal names them
+	// (7.1): the queue, its depth (the non-terminal jobs counted against
+	// its bound) and the bound on depth (max_depth; absent for a queue
+	// bounded by size alone).
+	Queue string `json:"queue,omitempty"`
 	Depth *int64 `json:"depth,omitempty"`
 	Bound *int64 `json:"bound,omitempty"`
 	// Starts (dispatches) in the last minute and their summed wait, for

@@ -284,7 +284,7 @@ func TestHTTPQueueStatsDepth(t *testing.T) {
 		}
 	}
 	if st["queue"] != "deep" || st["status"] != "active" || sts["available"] != float64(2) ||
-		sts["depth"] != float64(2) || sts["bound"] != float64(5) {
+		sts["depth"] != float64(2) || sts["bound"] != float64(5) || sts["queue"] != "deep" {
 		t.Fatalf("bounded stats: %v", st)
 	}
 	st = c.must(200, "GET", "/ojs/v1/queues/flat/stats", nil)
@@ -293,6 +293,9 @@ func TestHTTPQueueStatsDepth(t *testing.T) {
 		t.Fatalf("unbounded stats: %v", st)
 	}
 	if _, has := sts["bound"]; has {
+		t.Fatalf("unbounded stats: %v", st)
+	}
+	if _, has := sts["queue"]; has {
 		t.Fatalf("unbounded stats: %v", st)
 	}
 }
