@@ -2,7 +2,6 @@ package httpbind
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"strconv"
 
@@ -125,22 +124,9 @@ func decodePool(name string, o object) (ojs.WorkerGroup, error) {
 	if err != nil {
 		return g, err
 	}
-	queues, weights, err := fetchQueues(o)
+	queues, weights, err := groupQueues(o)
 	if err != nil {
 		return g, err
-	}
-	if len(queues) == 0 {
-		return g, invalid("queues", "a non-empty array of queue names or of {name, weight} objects", describe(o["queues"]))
-	}
-	for i, q := range queues {
-		if err := checkQueueName(fmt.Sprintf("queues[%d]", i), q); err != nil {
-			return g, err
-		}
-	}
-	if raw, ok := o.get("weights"); ok {
-		if weights, err = weightsObject(raw, weights); err != nil {
-			return g, err
-		}
 	}
 	conc, err := o.integer("concurrency", 0, 1, 1<<31-1)
 	if err != nil {

@@ -219,25 +219,36 @@ func decodeGroup(name string, o object) (ojs.WorkerGroup, error) {
 	if err != nil {
 		return g, err
 	}
-	queues, weights, err := fetchQueues(o)
+	queues, weights, err := groupQueues(o)
 	if err != nil {
 		return g, err
 	}
+	g.Strategy, g.Queues, g.Weights = strategy, queues, weights
+	return g, g.Validate()
+}
+
+// groupQueues reads the queues of a worker group or pool body: "queues"
+// (names, or {name, weight} objects; not empty) and "weights"
+// ({queue: weight}, for listed queues).
+func groupQueues(o object) ([]string, map[string]int, error) {
+	queues, weights, err := fetchQueues(o)
+	if err != nil {
+		return nil, nil, err
+	}
 	if len(queues) == 0 {
-		return g, invalid("queues", "a non-empty array of queue names or of {name, weight} objects", describe(o["queues"]))
+		return nil, nil, invalid("queues", "a non-empty array of queue names or of {name, weight} objects", describe(o["queues"]))
 	}
 	for i, q := range queues {
 		if err := checkQueueName(fmt.Sprintf("queues[%d]", i), q); err != nil {
-			return g, err
+			return nil, nil, err
 		}
 	}
 	if raw, ok := o.get("weights"); ok {
 		if weights, err = weightsObject(raw, weights); err != nil {
-			return g, err
+			return nil, nil, err
 		}
 	}
-	g.Strategy, g.Queues, g.Weights = strategy, queues, weights
-	return g, g.Validate()
+	return queues, weights, nil
 }
 
 // deleteGroup is DELETE /ojs/v1/admin/worker-groups/{group}:
