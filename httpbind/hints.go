@@ -21,7 +21,7 @@ func validationHint(e *ojs.ValidationError) string {
 	case e.Rule == "required":
 		return fmt.Sprintf("Add the required field '%s' and send the request again.", e.Field)
 	case e.Rule != "":
-		return fmt.Sprintf("Make '%s' %s and send the request again.", e.Field, e.Rule)
+		return fmt.Sprintf("Change '%s' so that it is %s, then send the request again.", e.Field, strings.TrimSuffix(e.Rule, "."))
 	}
 	return fmt.Sprintf("Fix '%s' as the message says and send the request again.", e.Field)
 }
