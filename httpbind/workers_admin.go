@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strconv"
 	"time"
 
@@ -27,12 +26,6 @@ type WorkerBackend interface {
 	// Deregister removes a stale worker.
 	Deregister(ctx context.Context, id string) (*ojs.Worker, error)
 }
-
-// Page sizes of GET /ojs/v1/admin/workers (ojs-admin-api.md 6.3).
-const (
-	workersDefaultPerPage = 20
-	workersMaxPerPage     = 100
-)
 
 func (s *server) workerRoutes() []route {
 	wb, ok := s.b.(WorkerBackend)
@@ -190,13 +183,7 @@ func (h workerHandlers) health(w http.ResponseWriter, r *http.Request) {
 // list is GET /ojs/v1/admin/workers?page=&per_page= (ojs-admin-api.md
 // 9.1): {"items","summary","pagination":{"total","page","per_page"}}.
 func (h workerHandlers) list(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	page, err := queryInt(q, "page", 1, 1, 1<<31-1)
-	if err != nil {
-		h.s.writeError(w, r, err)
-		return
-	}
-	per, err := queryInt(q, "per_page", workersDefaultPerPage, 1, workersMaxPerPage)
+	page, per, err := parseAdminPage(r.URL.Query())
 	if err != nil {
 		h.s.writeError(w, r, err)
 		return
@@ -214,19 +201,6 @@ func (h workerHandlers) list(w http.ResponseWriter, r *http.Request) {
 		"items": items, "summary": res.Summary,
 		"pagination": map[string]int{"total": res.Total, "page": page, "per_page": per},
 	})
-}
-
-// queryInt reads an integer query parameter in [lo, hi]; def when absent.
-func queryInt(q url.Values, name string, def, lo, hi int) (int, error) {
-	v := q.Get(name)
-	if v == "" {
-		return def, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < lo || n > hi {
-		return 0, invalid(name, fmt.Sprintf("an integer between %d and %d", lo, hi), strconv.Quote(short(v)))
-	}
-	return n, nil
 }
 
 // get is GET /ojs/v1/admin/workers/{id} (9.2): the worker with its

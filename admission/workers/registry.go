@@ -594,7 +594,7 @@ func (r *Registry) Deregister(ctx context.Context, id string) (*ojs.Worker, erro
 	}
 	if !w.Stale {
 		return nil, fmt.Errorf("%w: worker '%s' was seen %s ago, within the heartbeat timeout of %s; only a stale worker can be deregistered",
-			ojs.ErrConflict, id, r.cfg.Now().Sub(w.LastSeenAt.Time).Round(time.Millisecond), r.cfg.StaleAfter)
+			ojs.ErrInvalidState, id, r.cfg.Now().Sub(w.LastSeenAt.Time).Round(time.Millisecond), r.cfg.StaleAfter)
 	}
 	r.mu.RLock()
 	rev := r.view[id].rev
