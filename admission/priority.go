@@ -74,9 +74,20 @@ func (s *Service) PriorityStats(ctx context.Context, queue string) (*ojs.Priorit
 			return nil, err
 		}
 	}
+	out := &ojs.PriorityStats{Queue: queue, CountsByPriority: map[string]int64{}}
+	err := s.stats.consistent(func() error { return s.countByPriority(ctx, queue, out) })
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// countByPriority fills out from the available_pNNN counters plus this
+// process's unflushed deltas; run it inside statsAgg.consistent.
+func (s *Service) countByPriority(ctx context.Context, queue string, out *ojs.PriorityStats) error {
 	info, err := s.assets.Counts.Info(ctx, jetstream.WithSubjectFilter(topology.CountSubject(queue, "*")))
 	if err != nil {
-		return nil, fmt.Errorf("priority stats of %s: %w", queue, jobstore.Unavailable(err))
+		return fmt.Errorf("priority stats of %s: %w", queue, jobstore.Unavailable(err))
 	}
 	local, _ := s.stats.pending(queue)
 	names := map[string]bool{}
@@ -86,7 +97,6 @@ func (s *Service) PriorityStats(ctx context.Context, queue string) (*ojs.Priorit
 	for name := range local {
 		names[name] = true
 	}
-	out := &ojs.PriorityStats{Queue: queue, CountsByPriority: map[string]int64{}}
 	for name := range names {
 		p, ok := strings.CutPrefix(name, availablePrefix)
 		if !ok {
@@ -98,14 +108,14 @@ func (s *Service) PriorityStats(ctx context.Context, queue string) (*ojs.Priorit
 		}
 		n, err := s.counter(ctx, queue, name)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if n = max(0, n+local[name]); n > 0 {
 			out.CountsByPriority[strconv.Itoa(prio)] = n
 			out.Total += n
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // PriorityDepths reports every queue's available jobs per priority, for

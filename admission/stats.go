@@ -27,6 +27,22 @@ type statsAgg struct {
 	mu      sync.Mutex
 	counts  map[countKey]int64
 	samples map[string]*statSample
+
+	// flushing is held for writing by a flush from its swap until its
+	// publishes have landed, and for reading by a reader that adds this
+	// process's unflushed deltas (pending) to what the streams hold
+	// (consistent): without it a flush between the two reads counted a
+	// delta twice, or not at all while its publish was on its way.
+	flushing sync.RWMutex
+}
+
+// consistent runs read, which adds pending deltas to what the streams
+// hold, while no flush is under way. read must not call consistent again
+// (a waiting flush would deadlock it).
+func (a *statsAgg) consistent(read func() error) error {
+	a.flushing.RLock()
+	defer a.flushing.RUnlock()
+	return read()
 }
 
 type countKey struct{ queue, name string }
@@ -108,22 +124,53 @@ func (a *statsAgg) pending(queue string) (map[string]int64, statSample) {
 
 // flush publishes the aggregated deltas. Counter increments and samples are
 // published without waiting for acks: a lost flush skews statistics only.
+//
+// Readers (statsAgg.consistent) wait while a flush is under way, and the
+// flush waits for its publishes to land (at most flushWait), so a reader
+// counts each delta once: either still pending or already in the streams.
 func (s *Service) flushStats() {
+	s.stats.flushing.Lock()
+	defer s.stats.flushing.Unlock()
 	counts, samples := s.stats.swap()
+	var futs []jetstream.PubAckFuture
 	for k, v := range counts {
 		if v == 0 {
 			continue
 		}
 		m := nats.NewMsg(topology.CountSubject(k.queue, k.name))
 		m.Header.Set("Nats-Incr", strconv.FormatInt(v, 10))
-		if _, err := s.js.PublishMsgAsync(m); err != nil {
+		f, err := s.js.PublishMsgAsync(m)
+		if err != nil {
 			s.log.Debug("stats flush failed", "error", err)
+			continue
 		}
+		futs = append(futs, f)
 	}
 	for q, smp := range samples {
 		b, _ := json.Marshal(smp)
-		if _, err := s.js.PublishAsync(topology.StatSubject(q), b); err != nil {
+		f, err := s.js.PublishAsync(topology.StatSubject(q), b)
+		if err != nil {
 			s.log.Debug("stats flush failed", "error", err)
+			continue
+		}
+		futs = append(futs, f)
+	}
+	landed(futs, flushWait)
+}
+
+// flushWait bounds how long a stats flush waits for its publishes.
+const flushWait = 2 * time.Second
+
+// landed waits until every future has its answer, or wait has passed.
+func landed(futs []jetstream.PubAckFuture, wait time.Duration) {
+	timeout := time.NewTimer(wait)
+	defer timeout.Stop()
+	for _, f := range futs {
+		select {
+		case <-f.Ok():
+		case <-f.Err():
+		case <-timeout.C:
+			return
 		}
 	}
 }
@@ -162,13 +209,20 @@ func (s *Service) QueueStats(ctx context.Context, name string) (*ojs.QueueStats,
 		Retryable: n[ojs.StateRetryable], Pending: n[ojs.StatePending], Discarded: n[ojs.StateDiscarded],
 		Completed: n[ojs.StateCompleted], Cancelled: n[ojs.StateCancelled],
 	}
-	_, localSample := s.stats.pending(name)
-	hour, minute, err := s.recentSamples(ctx, name)
+	var hour, minute statSample
+	err = s.stats.consistent(func() error {
+		_, localSample := s.stats.pending(name)
+		var err error
+		if hour, minute, err = s.recentSamples(ctx, name); err != nil {
+			return err
+		}
+		add(&hour, localSample)
+		add(&minute, localSample)
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	add(&hour, localSample)
-	add(&minute, localSample)
 	c.CompletedLastHour, c.FailedLastHour = hour.Completed, hour.Failed
 	if hour.Completed > 0 {
 		c.AvgDurationMs = float64(hour.DurationMs) / float64(hour.Completed)
@@ -282,14 +336,20 @@ func (s *Service) StateDepths(ctx context.Context) map[string]map[ojs.State]int6
 // stateCounts returns a queue's jobs in each of states: the counters in
 // JetStream plus this process's unflushed deltas, never below 0.
 func (s *Service) stateCounts(ctx context.Context, queue string, states []ojs.State) (map[ojs.State]int64, error) {
-	local, _ := s.stats.pending(queue)
 	out := make(map[ojs.State]int64, len(states))
-	for _, st := range states {
-		n, err := s.counter(ctx, queue, string(st))
-		if err != nil {
-			return nil, err
+	err := s.stats.consistent(func() error {
+		local, _ := s.stats.pending(queue)
+		for _, st := range states {
+			n, err := s.counter(ctx, queue, string(st))
+			if err != nil {
+				return err
+			}
+			out[st] = max(0, n+local[string(st)])
 		}
-		out[st] = max(0, n+local[string(st)])
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
