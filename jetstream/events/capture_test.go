@@ -425,3 +425,57 @@ func (l *lockedWriter) Write(b []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(b)
 }
+
+// On a cluster the capture sees the events of processes connected to other
+// servers once its subscription's interest has reached them (the docs say
+// which events a first read may miss for that reason): after one marker
+// event of the other process arrived, every later one does.
+func TestCaptureSeesOtherServersOfACluster(t *testing.T) {
+	t.Parallel()
+	cl := natstest.RunCluster(t, 3)
+	ncA, _ := natstest.ConnectURL(t, cl.Servers[0].ClientURL())
+	ncB, _ := natstest.ConnectURL(t, cl.Servers[2].ClientURL())
+	a, err := New(ncA, nil, Config{Source: "ojs://jetgate/a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.Close)
+	bp, err := New(ncB, nil, Config{Source: "ojs://jetgate/b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	arm(t, a)
+	start := time.Now()
+	for deadline := start.Add(10 * time.Second); a.cap.state().events == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no event of the process on another server reached the capture")
+		}
+		bp.Publish(TypeWorkerHeartbeat, "marker", map[string]any{})
+	}
+	t.Logf("interest reached the other server within %s", time.Since(start))
+	publishN(bp, 0, 50, TypeJobStarted)
+	waitCapturedType(t, a, TypeJobStarted, 50)
+	got, err := a.Recent(testCtx(t), ojs.EventQuery{Types: []string{TypeJobStarted}})
+	if err != nil || !slices.Equal(subjects(got), want(49, 0, 1)) {
+		t.Fatalf("Recent = %v, %v", subjects(got), err)
+	}
+}
+
+// waitCapturedType polls until Recent lists n events of type typ.
+func waitCapturedType(t *testing.T, p *Publisher, typ string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got, err := p.Recent(testCtx(t), ojs.EventQuery{Types: []string{typ}, Limit: MaxRecentLimit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d %s events captured, want %d", len(got), typ, n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
