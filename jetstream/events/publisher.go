@@ -68,7 +68,9 @@ type Config struct {
 	// came for that long (default 10 min).
 	BufferIdle time.Duration
 
-	// Logger receives publish failures at debug level (default: discard).
+	// Logger receives publish failures and the capture's start and stop at
+	// debug level, and Ensure's warning about a leftover event stream
+	// (default: discard).
 	Logger *slog.Logger
 	// Now is the clock of envelope timestamps (default time.Now).
 	Now func() time.Time
