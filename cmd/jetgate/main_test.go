@@ -150,6 +150,9 @@ func TestParseServeDefaults(t *testing.T) {
 		DefaultHeartbeatTimeout: time.Minute,
 		Retention:               24 * time.Hour, DeadRetention: 7 * 24 * time.Hour,
 		QueueOverflow: "reject", MaxBlockTimeout: 30 * time.Second,
+		// Issue 17: no event stream by default.
+		EventsStream: false, EventsMaxAge: 24 * time.Hour, EventsMaxMsgs: 100_000, EventsMaxBytes: 64 << 20,
+		EventsBuffer: 10_000, EventsBufferBytes: 16 << 20, EventsIdle: 10 * time.Minute,
 	}
 	if cfg != want {
 		t.Fatalf("defaults = %+v\nwant       %+v", cfg, want)
@@ -166,6 +169,8 @@ func TestParseServePrecedence(t *testing.T) {
 		"JETGATE_MAX_BODY_BYTES":   "2MiB",
 		"JETGATE_NATS_PASSWORD":    "s3cret",
 		"JETGATE_LOG_FORMAT":       "", // Empty counts as unset.
+		"JETGATE_EVENTS_STREAM":    "true",
+		"JETGATE_EVENTS_IDLE":      "1m",
 	})
 	cfg, err := parseServe([]string{"--data-dir", "/flag/data", "--replicas=5", "-nats-url", "nats://a:4222,nats://b:4222"}, env)
 	if err != nil {
@@ -181,6 +186,8 @@ func TestParseServePrecedence(t *testing.T) {
 		"env secret":       {cfg.NatsPassword, "s3cret"},
 		"empty env":        {cfg.LogFormat, "text"},
 		"default":          {cfg.NatsAddr, "127.0.0.1:4222"},
+		"env bool":         {cfg.EventsStream, true},
+		"env events idle":  {cfg.EventsIdle, time.Minute},
 	} {
 		if got[0] != got[1] {
 			t.Errorf("%s: got %v, want %v", name, got[0], got[1])

@@ -53,6 +53,10 @@ var serveGroups = []flagGroup{
 		{"queue-max-depth", "N"}, {"queue-max-size-bytes", "SIZE"}, {"queue-overflow", "STRATEGY"},
 		{"queue-count-active", ""}, {"max-block-timeout", "DURATION"},
 	}},
+	{"Events (GET /ojs/v1/events; events are published on NATS either way)", [][2]string{
+		{"events-stream", ""}, {"events-max-age", "DURATION"}, {"events-max-msgs", "N"}, {"events-max-bytes", "SIZE"},
+		{"events-buffer", "N"}, {"events-buffer-bytes", "SIZE"}, {"events-idle", "DURATION"},
+	}},
 	{"Logging", [][2]string{{"log-level", "LEVEL"}, {"log-format", "FORMAT"}}},
 }
 
@@ -93,6 +97,16 @@ func newServeFlags(cfg *app.Config) *flag.FlagSet {
 	fs.BoolVar(&cfg.QueueCountActive, "queue-count-active", false, "Count running (active) jobs against the default bound too, so a retry never finds its queue full; by default depth is available + scheduled + retryable, as the spec counts it.")
 	fs.StringVar(&cfg.QueueOverflow, "queue-overflow", "reject", "What a full queue does with a new job by default: reject (429), block (wait up to OJS-Block-Timeout) or drop_oldest.")
 	fs.DurationVar(&cfg.MaxBlockTimeout, "max-block-timeout", 30*time.Second, "Longest a producer may wait for room in a full queue with the block strategy, whatever its OJS-Block-Timeout.")
+
+	fs.BoolVar(&cfg.EventsStream, "events-stream", false, "Store every lifecycle event in the stream OJS_EVENTS (memory storage, 3 stored messages per job) and serve GET /ojs/v1/events from it. Off by default: that endpoint then lists only events published after its first read (an in-memory capture that runs while someone reads).")
+	fs.DurationVar(&cfg.EventsMaxAge, "events-max-age", 24*time.Hour, "With --events-stream: how long OJS_EVENTS keeps an event.")
+	fs.Int64Var(&cfg.EventsMaxMsgs, "events-max-msgs", 100_000, "With --events-stream: most events OJS_EVENTS keeps, oldest dropped first.")
+	cfg.EventsMaxBytes = 64 << 20
+	fs.Var((*byteSize)(&cfg.EventsMaxBytes), "events-max-bytes", "With --events-stream: most memory OJS_EVENTS uses, oldest events dropped first.")
+	fs.IntVar(&cfg.EventsBuffer, "events-buffer", 10_000, "Without --events-stream: most events the in-memory capture keeps, oldest dropped first.")
+	cfg.EventsBufferBytes = 16 << 20
+	fs.Var((*byteSize)(&cfg.EventsBufferBytes), "events-buffer-bytes", "Without --events-stream: most memory the in-memory capture uses, oldest events dropped first.")
+	fs.DurationVar(&cfg.EventsIdle, "events-idle", 10*time.Minute, "Without --events-stream: the capture stops, freeing its memory, after this long without a read of GET /ojs/v1/events; the next read starts it again.")
 
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "Least severe log level written to stderr: debug, info, warn or error.")
 	fs.StringVar(&cfg.LogFormat, "log-format", "text", "Log format: text (key=value) or json.")

@@ -3,24 +3,51 @@
 //
 // It owns the event envelope (specversion, id "evt_"+UUIDv7, type, source,
 // time, subject, datacontenttype, data), the data schemas of the job and
-// queue events (section 4), the event subjects ojs.events.<type> and the
-// stream topology.EventStream that keeps them for a while (memory storage, capped at 64 MiB,
-// limits retention, MaxAge 24h and MaxMsgs 100_000 by default, discard
-// old).
+// queue events (section 4) and the event subjects ojs.events.<type>.
 //
 // Publishing is core NATS (nc.Publish): no JetStream ack round trip, no
 // blocking on the server, no error returned to the caller. Events must
 // never slow or fail the job path, so a failure is logged at debug level and
-// counted (Stats). The stream captures events with NoAck set. Delivery is
-// therefore best-effort in the sense of ojs-events.md section 9.1: an event
-// published while the connection is down, or beyond the reconnect buffer,
-// is lost. Events of one job leave one process in lifecycle order; when two
-// jetgate processes handle the same job the order is the order their
-// publishes reach the server.
+// counted (Stats). Delivery is therefore best-effort in the sense of
+// ojs-events.md section 9.1: an event published while the connection is
+// down, or beyond the reconnect buffer, is lost. Events of one job leave
+// one process in lifecycle order; when two jetgate processes handle the
+// same job the order is the order their publishes reach the server. Anyone
+// may subscribe to ojs.events.> (or ojs.events.job.completed, ...) for a
+// live feed: that is the product for NATS services.
 //
-// Anyone may subscribe to ojs.events.> (or ojs.events.job.completed, ...)
-// for a live feed; Recent reads the stream from its tail, newest first,
-// through short-lived filtered consumers, and never walks the whole stream.
+// # Storage: none by default
+//
+// Events are not stored per job by default. Storing three events per job
+// in a stream was 3 of the 7 stored messages a job cost (issue 17), for a
+// listing few deployments read. Without Config.Stream, Recent is served
+// from a capture: a core NATS subscription to ojs.events.> (so it sees the
+// events of every jetgate process and worker on the NATS system) feeding
+// a buffer bounded by Config.BufferEvents and Config.BufferBytes (10,000
+// events and 16 MiB by default, oldest dropped first). The capture runs
+// only while someone reads: the first Recent subscribes, waits until the
+// server has registered the subscription, and answers what arrived since
+// (usually nothing); after Config.BufferIdle (10 min) without a Recent it
+// unsubscribes and frees the buffer. So a read lists only events
+// published after the first read of the current run of the capture, on
+// this process: events before it, or while it was stopped, and events of
+// processes on other cluster servers until the subscription's interest
+// has reached them (milliseconds), are missing. Each jetgate process has
+// its own capture; the subscription costs nothing on the job path while
+// it is stopped, and one delivered message per event while it runs.
+//
+// With Config.Stream (jetgate serve --events-stream) the stream
+// topology.EventStream captures every event as before (memory storage,
+// limits retention, MaxAge 24h, MaxMsgs 100_000 and MaxBytes 64 MiB by
+// default, discard old, NoAck), Ensure creates it, and Recent reads it
+// from its tail, newest first, through short-lived filtered consumers,
+// never walking the whole stream. The stream is never required: /ready
+// does not look for it. Without Config.Stream, Ensure leaves an existing
+// event stream alone (another process may use it) but warns that it still
+// stores every event.
+//
+// Both sources apply the same filters (types through the subject filters
+// of filterSubjects, then ojs.EventQuery.Match).
 //
 // This package never decides anything about jobs and never touches job
 // records: callers tell it what happened. A nil *Publisher is valid and

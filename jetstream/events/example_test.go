@@ -33,12 +33,20 @@ func Example() {
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
 
+	// No event stream: GET /ojs/v1/events reads a capture that starts on
+	// the first read (jetgate serve --events-stream keeps a stream instead).
 	p, err := events.New(nc, js, events.Config{Source: "ojs://jetgate/example"})
 	if err != nil {
 		panic(err)
 	}
+	defer p.Close()
 	ctx := context.Background()
 	if err := p.Ensure(ctx); err != nil {
+		panic(err)
+	}
+	// A dashboard's first read starts the capture; it lists only events
+	// published after it.
+	if _, err := p.Recent(ctx, ojs.EventQuery{}); err != nil {
 		panic(err)
 	}
 
@@ -47,7 +55,7 @@ func Example() {
 	p.PublishJob(events.TypeJobEnqueued, job, nil)
 	p.PublishQueue(events.TypeQueuePaused, "email", "user:ops")
 
-	// For GET /ojs/v1/events: newest first. The stream captures core
+	// For GET /ojs/v1/events: newest first. The capture receives core
 	// publishes asynchronously, so wait until both are kept.
 	var evs []ojs.Event
 	for deadline := time.Now().Add(5 * time.Second); len(evs) < 2 && time.Now().Before(deadline); {

@@ -28,6 +28,13 @@ const (
 	DefaultMaxBytes = 64 << 20
 	DefaultReplicas = 1
 
+	// DefaultBufferEvents and DefaultBufferBytes bound the in-memory
+	// capture that serves Recent without the stream; DefaultBufferIdle is
+	// how long it runs after the last read.
+	DefaultBufferEvents = 10_000
+	DefaultBufferBytes  = 16 << 20
+	DefaultBufferIdle   = 10 * time.Minute
+
 	// defaultTimeout bounds Ensure and Recent when ctx has no deadline.
 	defaultTimeout = 5 * time.Second
 )
@@ -37,6 +44,11 @@ type Config struct {
 	// Source is the envelope's source URI, ojs://jetgate/<instance>.
 	// Default: ojs://jetgate/<hostname>.
 	Source string
+
+	// Stream keeps every event in the stream topology.EventStream, which
+	// Ensure creates and Recent reads. Without it no event is stored:
+	// Recent reads an in-memory capture that runs while someone reads.
+	Stream bool
 	// Replicas of the event stream (default 1; 3 on a cluster).
 	Replicas int
 	// MaxAge is how long the stream keeps an event (default 24h).
@@ -44,7 +56,21 @@ type Config struct {
 	// MaxMsgs caps the events the stream keeps, oldest dropped first
 	// (default 100_000; -1 for no cap).
 	MaxMsgs int64
-	// Logger receives publish failures at debug level (default: discard).
+	// MaxBytes caps the memory the stream uses, oldest dropped first
+	// (default 64 MiB).
+	MaxBytes int64
+
+	// BufferEvents and BufferBytes bound the capture used without the
+	// stream, oldest dropped first (defaults 10_000 events, 16 MiB).
+	BufferEvents int
+	BufferBytes  int64
+	// BufferIdle stops the capture, freeing its buffer, when no Recent
+	// came for that long (default 10 min).
+	BufferIdle time.Duration
+
+	// Logger receives publish failures and the capture's start and stop at
+	// debug level, and Ensure's warning about a leftover event stream
+	// (default: discard).
 	Logger *slog.Logger
 	// Now is the clock of envelope timestamps (default time.Now).
 	Now func() time.Time
@@ -55,6 +81,10 @@ func (c *Config) defaults() {
 	c.Replicas = cmp.Or(c.Replicas, DefaultReplicas)
 	c.MaxAge = cmp.Or(c.MaxAge, DefaultMaxAge)
 	c.MaxMsgs = cmp.Or(c.MaxMsgs, DefaultMaxMsgs)
+	c.MaxBytes = cmp.Or(c.MaxBytes, DefaultMaxBytes)
+	c.BufferEvents = cmp.Or(c.BufferEvents, DefaultBufferEvents)
+	c.BufferBytes = cmp.Or(c.BufferBytes, DefaultBufferBytes)
+	c.BufferIdle = cmp.Or(c.BufferIdle, DefaultBufferIdle)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -77,6 +107,15 @@ func (c *Config) validate() error {
 	if c.MaxMsgs < -1 {
 		return fmt.Errorf("events: max msgs must be -1 (no cap) or positive, got %d", c.MaxMsgs)
 	}
+	if c.MaxBytes < 1024 {
+		return fmt.Errorf("events: max bytes must be at least 1024, got %d", c.MaxBytes)
+	}
+	if c.BufferEvents < 1 || c.BufferBytes < 1024 {
+		return fmt.Errorf("events: the buffer must hold at least 1 event and 1024 bytes, got %d events, %d bytes", c.BufferEvents, c.BufferBytes)
+	}
+	if c.BufferIdle < 0 {
+		return fmt.Errorf("events: buffer idle must not be negative, got %s", c.BufferIdle)
+	}
 	return nil
 }
 
@@ -89,12 +128,14 @@ func defaultSource() string {
 }
 
 // Publisher publishes OJS events on ojs.events.<type> and reads recent ones
-// back from the event stream. It is safe for concurrent use; a nil
-// *Publisher drops every event, so callers may run without events.
+// back, from the event stream (Config.Stream) or from its capture. It is
+// safe for concurrent use; a nil *Publisher drops every event, so callers
+// may run without events. Close stops the capture.
 type Publisher struct {
 	nc  *nats.Conn
 	js  jetstream.JetStream
 	cfg Config
+	cap *capture // nil with Config.Stream
 
 	published atomic.Uint64
 	dropped   atomic.Uint64
@@ -108,23 +149,38 @@ type Stats struct {
 	Dropped   uint64 // not published: encoding or connection failure
 }
 
-// New returns a Publisher that publishes on nc and reads through js.
+// New returns a Publisher that publishes on nc and, with cfg.Stream, reads
+// through js; without it js may be nil, and is used only by Ensure to
+// warn about a leftover event stream.
 func New(nc *nats.Conn, js jetstream.JetStream, cfg Config) (*Publisher, error) {
-	if nc == nil || js == nil {
-		return nil, errors.New("events: a NATS connection and a JetStream context are required")
+	if nc == nil || (js == nil && cfg.Stream) {
+		return nil, errors.New("events: a NATS connection (and with Stream a JetStream context) is required")
 	}
 	cfg.defaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Publisher{nc: nc, js: js, cfg: cfg}, nil
+	p := &Publisher{nc: nc, js: js, cfg: cfg}
+	if !cfg.Stream {
+		p.cap = &capture{nc: nc, maxEvents: cfg.BufferEvents, maxBytes: cfg.BufferBytes, idle: cfg.BufferIdle,
+			now: cfg.Now, log: cfg.Logger}
+	}
+	return p, nil
+}
+
+// Close stops the capture, if running, for good; later Recent calls fail.
+// Publishing goes on (it owns nothing else). Safe to call twice.
+func (p *Publisher) Close() {
+	if p != nil && p.cap != nil {
+		p.cap.close()
+	}
 }
 
 // StreamConfig returns the configuration Ensure applies to the event stream.
 func (p *Publisher) StreamConfig() jetstream.StreamConfig {
 	return jetstream.StreamConfig{
 		Name:        topology.EventStream,
-		Description: "OJS events (ojs.events.<type>) kept for GET /ojs/v1/events",
+		Description: "OJS events (ojs.events.<type>) kept for GET /ojs/v1/events (jetgate serve --events-stream)",
 		Subjects:    []string{topology.EventSubjects},
 		// Memory storage: the stream is a window of recent events, not a
 		// record of truth (job records are). Three events per job written
@@ -135,18 +191,35 @@ func (p *Publisher) StreamConfig() jetstream.StreamConfig {
 		Discard:   jetstream.DiscardOld,
 		MaxAge:    p.cfg.MaxAge,
 		MaxMsgs:   p.cfg.MaxMsgs,
-		MaxBytes:  DefaultMaxBytes,
+		MaxBytes:  p.cfg.MaxBytes,
 		Replicas:  p.cfg.Replicas,
 		// Events are published with core NATS: nobody waits for an ack.
 		NoAck: true,
 	}
 }
 
-// Ensure creates the event stream or updates it to the configured limits.
-// It is idempotent.
+// Ensure creates the event stream or updates it to the configured limits
+// when Config.Stream is set. It is idempotent. Without Config.Stream it
+// creates nothing and leaves an existing event stream alone (another
+// jetgate process may run with it), but warns that it still stores every
+// event.
 func (p *Publisher) Ensure(ctx context.Context) error {
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
+	if !p.cfg.Stream {
+		if p.js == nil {
+			return nil
+		}
+		_, err := p.js.Stream(ctx, topology.EventStream)
+		switch {
+		case err == nil:
+			p.cfg.Logger.Warn("the event stream exists and stores every event, though this process runs without --events-stream; "+
+				"delete it (nats stream rm "+topology.EventStream+") unless another jetgate process uses it", "stream", topology.EventStream)
+		case !errors.Is(err, jetstream.ErrStreamNotFound):
+			p.cfg.Logger.Debug("looking for a leftover event stream", "error", err)
+		}
+		return nil
+	}
 	if _, err := p.js.CreateOrUpdateStream(ctx, p.StreamConfig()); err != nil {
 		return fmt.Errorf("ensure stream %s: %w", topology.EventStream, err)
 	}

@@ -274,11 +274,21 @@ func TestNewValidates(t *testing.T) {
 	if _, err := New(nil, js, Config{}); err == nil {
 		t.Error("nil conn accepted")
 	}
+	if _, err := New(nc, nil, Config{Stream: true}); err == nil {
+		t.Error("stream without a JetStream context accepted")
+	}
+	if _, err := New(nc, nil, Config{}); err != nil {
+		t.Errorf("capture without a JetStream context: %v", err)
+	}
 	for _, cfg := range []Config{
 		{Source: "not a uri"},
 		{Replicas: 7},
 		{MaxAge: -time.Second},
 		{MaxMsgs: -2},
+		{MaxBytes: 100},
+		{BufferEvents: -1},
+		{BufferBytes: 100},
+		{BufferIdle: -time.Second},
 	} {
 		if _, err := New(nc, js, cfg); err == nil {
 			t.Errorf("config %+v accepted", cfg)
@@ -288,14 +298,16 @@ func TestNewValidates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(p.cfg.Source, "ojs://jetgate") || p.cfg.MaxAge != DefaultMaxAge || p.cfg.MaxMsgs != DefaultMaxMsgs {
+	if !strings.HasPrefix(p.cfg.Source, "ojs://jetgate") || p.cfg.MaxAge != DefaultMaxAge || p.cfg.MaxMsgs != DefaultMaxMsgs ||
+		p.cfg.MaxBytes != DefaultMaxBytes || p.cfg.BufferEvents != DefaultBufferEvents || p.cfg.BufferBytes != DefaultBufferBytes ||
+		p.cfg.BufferIdle != DefaultBufferIdle || p.cfg.Stream {
 		t.Errorf("defaults = %+v", p.cfg)
 	}
 }
 
 func TestEnsureIdempotent(t *testing.T) {
 	t.Parallel()
-	p, b := setup(t, Config{MaxAge: time.Hour})
+	p, b := setup(t, Config{Stream: true, MaxAge: time.Hour})
 	ctx := testCtx(t)
 	if err := p.Ensure(ctx); err != nil {
 		t.Fatalf("second Ensure: %v", err)
@@ -312,7 +324,7 @@ func TestEnsureIdempotent(t *testing.T) {
 	}
 
 	// A publisher with other limits updates the stream in place.
-	p2, err := New(b.nc, b.js, Config{MaxMsgs: 10})
+	p2, err := New(b.nc, b.js, Config{Stream: true, MaxMsgs: 10})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,13 +32,34 @@ const (
 	deleteTimeout = 2 * time.Second
 )
 
-// Recent returns the most recent events kept in the event stream, newest
-// first, at most q.Limit of them (default 100, at most 1000). q.Types keeps
-// only the given types; a type "job.*" keeps every job event and "*" keeps
-// everything. q.Since drops events whose time is before it; q.Queues and
-// q.JobTypes keep the events whose data names one of them (q.Match).
+// Recent returns the most recent events, newest first, at most q.Limit of
+// them (default 100, at most 1000). q.Types keeps only the given types; a
+// type "job.*" keeps every job event and "*" keeps everything. q.Since
+// drops events whose time is before it; q.Queues and q.JobTypes keep the
+// events whose data names one of them (q.Match).
 //
-// Recent reads from the tail of the stream, never the whole stream: it
+// With Config.Stream it reads the event stream (recentStream). Without, it
+// reads the capture, and a call that finds the capture stopped starts it
+// and answers what arrived since, usually nothing: events published
+// before it, or while the capture was stopped, are not listed.
+func (p *Publisher) Recent(ctx context.Context, q ojs.EventQuery) ([]ojs.Event, error) {
+	if p == nil {
+		return []ojs.Event{}, nil
+	}
+	ctx, cancel := withDefaultTimeout(ctx)
+	defer cancel()
+	limit := q.Limit
+	if limit <= 0 {
+		limit = DefaultRecentLimit
+	}
+	limit = min(limit, MaxRecentLimit)
+	if p.cap != nil {
+		return p.cap.recent(ctx, q, limit)
+	}
+	return p.recentStream(ctx, q, limit)
+}
+
+// recentStream reads the tail of the stream, never the whole stream: it
 // reads a window of the last Limit sequences through a short-lived
 // consumer filtered by the types' subjects and, while too few events
 // matched, steps further back with a window sized by the density of
@@ -47,16 +68,10 @@ const (
 // one pass, else Since only bounds the backward steps.
 //
 // The error wraps jetstream.ErrStreamNotFound when Ensure was never run.
-func (p *Publisher) Recent(ctx context.Context, q ojs.EventQuery) ([]ojs.Event, error) {
-	ctx, cancel := withDefaultTimeout(ctx)
-	defer cancel()
+func (p *Publisher) recentStream(ctx context.Context, q ojs.EventQuery, limit int) ([]ojs.Event, error) {
 	stream, err := p.js.Stream(ctx, topology.EventStream)
 	if err != nil {
 		return nil, fmt.Errorf("get stream %s: %w", topology.EventStream, err)
-	}
-	limit := q.Limit
-	if limit <= 0 {
-		limit = DefaultRecentLimit
 	}
 	r := &recentReader{
 		p:       p,
@@ -64,7 +79,7 @@ func (p *Publisher) Recent(ctx context.Context, q ojs.EventQuery) ([]ojs.Event, 
 		filters: filterSubjects(q.Types),
 		since:   q.Since,
 		q:       q,
-		limit:   min(limit, MaxRecentLimit),
+		limit:   limit,
 	}
 	r.out = make([]ojs.Event, 0, r.limit)
 	st := stream.CachedInfo().State

@@ -65,7 +65,7 @@ func want(hi, lo, step int) []string {
 
 func TestRecent(t *testing.T) {
 	t.Parallel()
-	p, b := setup(t, Config{})
+	p, b := setup(t, Config{Stream: true})
 	ctx := testCtx(t)
 	// s0 enqueued, s1 started, s2 completed, s3 enqueued, ...
 	publishN(p, 0, 300, TypeJobEnqueued, TypeJobStarted, TypeJobCompleted)
@@ -110,7 +110,7 @@ func TestRecent(t *testing.T) {
 
 func TestRecentReadsFromTail(t *testing.T) {
 	t.Parallel()
-	p, b := setup(t, Config{})
+	p, b := setup(t, Config{Stream: true})
 	ctx := testCtx(t)
 	// One job.cancelled in every 100 events.
 	types := make([]string, 100)
@@ -142,7 +142,7 @@ func TestRecentReadsFromTail(t *testing.T) {
 
 func TestRecentSince(t *testing.T) {
 	t.Parallel()
-	p, b := setup(t, Config{})
+	p, b := setup(t, Config{Stream: true})
 	ctx := testCtx(t)
 	publishN(p, 0, 20, TypeJobEnqueued)
 	waitStored(t, b, 20)
@@ -178,7 +178,7 @@ func TestRecentSince(t *testing.T) {
 
 func TestRecentCleansUp(t *testing.T) {
 	t.Parallel()
-	p, b := setup(t, Config{})
+	p, b := setup(t, Config{Stream: true})
 	ctx := testCtx(t)
 	publishN(p, 0, 50, TypeJobStarted, TypeJobCompleted)
 	waitStored(t, b, 50)
@@ -198,7 +198,7 @@ func TestRecentCleansUp(t *testing.T) {
 
 func TestRecentEmptyAndMissing(t *testing.T) {
 	t.Parallel()
-	p, _ := setup(t, Config{})
+	p, _ := setup(t, Config{Stream: true})
 	got, err := p.Recent(testCtx(t), ojs.EventQuery{})
 	if err != nil || got == nil || len(got) != 0 {
 		t.Errorf("empty stream: %v, %v", got, err)
@@ -206,7 +206,7 @@ func TestRecentEmptyAndMissing(t *testing.T) {
 
 	s := natstest.RunServer(t)
 	nc, js := natstest.Connect(t, s)
-	p2, err := New(nc, js, Config{})
+	p2, err := New(nc, js, Config{Stream: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +261,7 @@ func TestNextSize(t *testing.T) {
 // so a rare queue costs a few windows, not one per event.
 func TestRecentQueuesAndJobTypes_6_4(t *testing.T) {
 	t.Parallel()
-	p, b := setup(t, Config{})
+	p, b := setup(t, Config{Stream: true})
 	ctx := testCtx(t)
 	// 3000 job.started events; every 200th is on queue "rare" (type
 	// r.x), the rest on "busy" (type b.x).

@@ -85,7 +85,8 @@ const (
 	// StatWindow is how long samples are kept.
 	StatWindow = time.Hour
 
-	// EventStream keeps recent events for GET /ojs/v1/events.
+	// EventStream keeps recent events for GET /ojs/v1/events when an operator
+	// turns it on (jetgate serve --events-stream); it does not exist by default.
 	EventStream = "OJS_EVENTS"
 	// EventSubjects is the event subject space: ojs.events.<type>.
 	EventSubjects = "ojs.events.>"

@@ -108,7 +108,7 @@ func (s *Server) start(ctx context.Context) error {
 		return err
 	}
 	instance := s.instance()
-	s.events, err = events.New(nc, s.js, events.Config{Source: "ojs://jetgate/" + instance, Replicas: s.cfg.Replicas, Logger: s.log})
+	s.events, err = events.New(nc, s.js, s.cfg.eventsConfig("ojs://jetgate/"+instance, s.log))
 	if err != nil {
 		return err
 	}
@@ -286,6 +286,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		if s.workers != nil {
 			s.workers.Stop()
 		}
+		s.events.Close()
 		if s.metrics != nil {
 			_ = s.metrics.Shutdown(ctx)
 		}
@@ -317,6 +318,7 @@ func (s *Server) kill() {
 	if s.workers != nil {
 		s.workers.Stop()
 	}
+	s.events.Close()
 	if s.nc != nil {
 		s.nc.Close()
 	}

@@ -3,9 +3,11 @@ package app
 import (
 	"cmp"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/jetgate/jetgate/admission/ojs"
+	"github.com/jetgate/jetgate/jetstream/events"
 )
 
 // Config is everything `jetgate serve` can be told, by flag or by
@@ -44,6 +46,20 @@ type Config struct {
 	// QueueCountActive counts active jobs against the default bound too.
 	QueueCountActive bool
 	MaxBlockTimeout  time.Duration
+
+	// EventsStream keeps every lifecycle event in the stream OJS_EVENTS
+	// (memory storage) for GET /ojs/v1/events, within EventsMaxAge,
+	// EventsMaxMsgs and EventsMaxBytes (defaults 24 h, 100 000, 64 MiB).
+	// Off by default: the endpoint then reads an in-memory capture that
+	// runs while someone reads events, bounded by EventsBuffer events and
+	// EventsBufferBytes (10 000, 16 MiB) and stopped after EventsIdle
+	// (10 min) without a read. Events are published on NATS either way.
+	EventsStream                  bool
+	EventsMaxAge                  time.Duration
+	EventsMaxMsgs, EventsMaxBytes int64
+	EventsBuffer                  int
+	EventsBufferBytes             int64
+	EventsIdle                    time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -86,6 +102,9 @@ func (c Config) validate() error {
 	if c.MaxFetchCount < 1 {
 		return fmt.Errorf("max fetch count must be at least 1, got %d", c.MaxFetchCount)
 	}
+	if c.EventsMaxAge < 0 || c.EventsIdle < 0 || c.EventsMaxMsgs < 0 || c.EventsMaxBytes < 0 || c.EventsBuffer < 0 || c.EventsBufferBytes < 0 {
+		return fmt.Errorf("events limits must not be negative")
+	}
 	if c.MaxBodyBytes < 1024 {
 		return fmt.Errorf("max body bytes %d is too small (minimum 1024)", c.MaxBodyBytes)
 	}
@@ -96,4 +115,20 @@ func (c Config) validate() error {
 func (c Config) backpressure() ojs.Backpressure {
 	return ojs.Backpressure{MaxDepth: c.QueueMaxDepth, MaxSizeBytes: c.QueueMaxSizeBytes, Strategy: c.QueueOverflow,
 		CountActive: c.QueueCountActive}
+}
+
+// eventsConfig is the configuration of the event publisher.
+func (c Config) eventsConfig(source string, log *slog.Logger) events.Config {
+	return events.Config{
+		Source:       source,
+		Replicas:     c.Replicas,
+		Logger:       log,
+		Stream:       c.EventsStream,
+		MaxAge:       c.EventsMaxAge,
+		MaxMsgs:      c.EventsMaxMsgs,
+		MaxBytes:     c.EventsMaxBytes,
+		BufferEvents: c.EventsBuffer,
+		BufferBytes:  c.EventsBufferBytes,
+		BufferIdle:   c.EventsIdle,
+	}
 }

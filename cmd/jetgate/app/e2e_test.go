@@ -169,6 +169,12 @@ func exerciseSession(t *testing.T, c client) {
 	if h := c.must(200, "GET", "/ojs/v1/health", nil); h["status"] != "ok" {
 		t.Fatalf("health: %v", h)
 	}
+	// A dashboard watches events from the start: its first read starts
+	// the capture that GET /ojs/v1/events reads without an events stream
+	// (issue 17), and lists nothing yet.
+	if ev := c.must(200, "GET", "/ojs/v1/events", nil); ev["events"] == nil {
+		t.Fatalf("first events read: %v", ev)
+	}
 
 	// PRI-003/PRI-004: mixed priorities come out lowest value first, FIFO among equals.
 	ids := map[string]string{}

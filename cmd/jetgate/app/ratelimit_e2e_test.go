@@ -19,6 +19,7 @@ func TestHTTPRateLimits(t *testing.T) {
 	t.Parallel()
 	s := startApp(t, app.Config{})
 	c := client{t: t, base: s.URL()}
+	c.must(200, "GET", "/ojs/v1/events", nil) // start the event capture (issue 17), as a dashboard would
 
 	man := c.must(200, "GET", "/ojs/manifest", nil)
 	found := false

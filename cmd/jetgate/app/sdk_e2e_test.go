@@ -498,6 +498,8 @@ func TestSDKSession(t *testing.T) {
 	t.Run("events filtered by queue: types=job.completed&queues=<q> returns only that queue's, typed data", func(t *testing.T) {
 		c := sdkClient{t: t, base: c.base, hc: c.hc}
 		const q, other = "sdk-events", "sdk-events-other"
+		// A dashboard's first read starts the event capture (issue 17).
+		c.mustCall("GET", "/ojs/v1/events", nil, &sdkEvents{})
 		mine := c.enqueueFetch(q, nil)
 		c.mustCall("POST", "/ojs/v1/workers/ack", sdkAck{JobID: mine.ID}, nil)
 		theirs := c.enqueueFetch(other, nil)

@@ -19,6 +19,7 @@ func TestHTTPExecutionTimeout(t *testing.T) {
 	t.Parallel()
 	s := startApp(t, app.Config{})
 	c := client{t: t, base: s.URL()}
+	c.must(200, "GET", "/ojs/v1/events", nil) // start the event capture (issue 17), as a dashboard would
 	job := obj(c.must(201, "POST", "/ojs/v1/jobs", map[string]any{"type": "t.http", "args": []any{}, "queue": "to",
 		"timeout_ms": 400, "grace_period_ms": 600, "total_timeout": 3600, "enqueue_ttl": 60, "heartbeat_timeout": 30,
 		"retry": map[string]any{"max_attempts": 1}})["job"])
