@@ -3,7 +3,6 @@ package jobstore
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -33,32 +32,57 @@ func (s *Store) PutDead(ctx context.Context, e DeadEntry) error {
 	return nil
 }
 
+// The index is read and pruned through its stream rather than as a KV
+// bucket. A key listing through a KV watcher is served by an ephemeral
+// consumer that a replicated stream may place on a replica a few
+// milliseconds behind, so a job discarded just now could be missing from
+// a listing made just after (read-after-write fails on R3). Stream info is
+// answered by the stream leader. A removed entry is purged from the stream
+// whole, leaving no delete marker behind, so the subjects the stream holds
+// are exactly the entries.
+
+// deadSubjects is the subject prefix of the index's entries.
+var deadSubjects = "$KV." + topology.DeadBucket + "."
+
+func (s *Store) deadStream(ctx context.Context) (jetstream.Stream, error) {
+	st, err := s.js.Stream(ctx, topology.KVStream(topology.DeadBucket))
+	if err != nil {
+		return nil, fmt.Errorf("dead letter index: %w", Unavailable(err))
+	}
+	return st, nil
+}
+
 // DeleteDead removes a job from the dead letter index.
 func (s *Store) DeleteDead(ctx context.Context, queue, id string) error {
-	err := s.assets.Dead.Purge(ctx, topology.DeadKey(queue, id))
-	if err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+	st, err := s.deadStream(ctx)
+	if err != nil {
+		return err
+	}
+	if err := st.Purge(ctx, jetstream.WithPurgeSubject(deadSubjects+topology.DeadKey(queue, id))); err != nil {
 		return fmt.Errorf("unindex dead job %s: %w", id, Unavailable(err))
 	}
 	return nil
 }
 
 // DeadKeys lists the index keys of one queue ("" = all queues) in job id
-// order, which for UUIDv7 ids is creation order.
+// order, which for UUIDv7 ids is creation order, as the stream leader
+// knows them (read-after-write on a cluster).
 func (s *Store) DeadKeys(ctx context.Context, queue string) ([]DeadKey, error) {
-	filter := ">"
+	filter := deadSubjects + ">"
 	if queue != "" {
-		filter = topology.Token(queue) + ".*"
+		filter = deadSubjects + topology.Token(queue) + ".*"
 	}
-	lister, err := s.assets.Dead.ListKeysFiltered(ctx, filter)
+	st, err := s.deadStream(ctx)
 	if err != nil {
-		if errors.Is(err, jetstream.ErrNoKeysFound) {
-			return nil, nil
-		}
+		return nil, err
+	}
+	info, err := st.Info(ctx, jetstream.WithSubjectFilter(filter))
+	if err != nil {
 		return nil, fmt.Errorf("list dead letter: %w", Unavailable(err))
 	}
-	var keys []DeadKey
-	for k := range lister.Keys() {
-		qt, idt, ok := strings.Cut(k, ".")
+	keys := make([]DeadKey, 0, len(info.State.Subjects))
+	for subj := range info.State.Subjects {
+		qt, idt, ok := strings.Cut(strings.TrimPrefix(subj, deadSubjects), ".")
 		if !ok {
 			continue
 		}
