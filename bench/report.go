@@ -58,6 +58,14 @@ func (r *Results) Markdown(plots []plot) string {
 		"the median of each round's ratio. ✓/✗ compares the ratio's median with the target.\n\n",
 		r.Params.Rounds, r.Params.Duration)
 	b.WriteString(r.Table())
+	if ct := r.CostTable(); ct != "" {
+		b.WriteString("\n## Per-job cost\n\n")
+		b.WriteString("Medians over the rounds of what one job cost the NATS server, by its own counters read before and after " +
+			"each run: messages stored (the growth of every stream's last sequence, KV buckets included) and removed, messages " +
+			"and bytes in and out (/varz), and CPU: the whole bench process's (getrusage: jetgate, the clients, and the " +
+			"nats-server when it is embedded) and, with --nats-url, the nats-server's.\n\n")
+		b.WriteString(ct)
+	}
 	if len(plots) > 0 {
 		b.WriteString("\n## Plots\n\n")
 		for _, p := range plots {
@@ -174,4 +182,59 @@ func (r *Results) plots() []plot {
 		}
 	}
 	return out
+}
+
+// CostTable is the per-job cost table of the cases that measured it (the
+// cost scenario): for each side, the medians over the rounds of what one
+// job cost the NATS server by its own counters, and the stored messages
+// by stream. It is empty when no case measured cost.
+func (r *Results) CostTable() string {
+	var b strings.Builder
+	for _, s := range r.Scenarios {
+		for _, c := range s.Cases {
+			byName := map[string]MetricResult{}
+			for _, m := range c.Metrics {
+				byName[m.Name] = m
+			}
+			if _, ok := byName[storedPerJob.Name]; !ok {
+				continue
+			}
+			if b.Len() == 0 {
+				b.WriteString("| case | side | stored/job | stored by stream | removed/job | msgs in/job | msgs out/job | bytes in/job | bytes out/job | CPU µs/job | nats-server CPU µs/job |\n")
+				b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
+			}
+			for _, side := range []struct {
+				name    string
+				jetgate bool
+				samples []Sample
+				pick    func(MetricResult) Stat
+			}{
+				{c.Baseline, false, nil, func(m MetricResult) Stat { return m.Baseline }},
+				{c.Jetgate, true, nil, func(m MetricResult) Stat { return m.Jetgate }},
+			} {
+				for _, rd := range c.Rounds {
+					if side.jetgate {
+						side.samples = append(side.samples, rd.Jetgate)
+					} else {
+						side.samples = append(side.samples, rd.Baseline)
+					}
+				}
+				val := func(m Metric) string {
+					mr, ok := byName[m.Name]
+					if !ok {
+						return "–"
+					}
+					return num(side.pick(mr).Median)
+				}
+				var streams []string
+				for _, st := range streamMetrics(side.samples, storedStreamPrefix) {
+					streams = append(streams, fmt.Sprintf("%s %s", st.Stream, num(st.Median)))
+				}
+				fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", c.Name, side.name,
+					val(storedPerJob), strings.Join(streams, ", "), val(removedPerJob), val(msgsInPerJob), val(msgsOutPerJob),
+					val(bytesInPerJob), val(bytesOutPerJob), val(cpuPerJob), val(serverCPUJob))
+			}
+		}
+	}
+	return b.String()
 }
