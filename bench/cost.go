@@ -17,16 +17,21 @@ var (
 	msgsOutPerJob  = Metric{Name: "msgs out/job", Lower: true}
 	bytesInPerJob  = Metric{Name: "bytes in/job", Lower: true}
 	bytesOutPerJob = Metric{Name: "bytes out/job", Lower: true}
-	cpuPerJob      = Metric{Name: "CPU µs/job", Lower: true}
+	cpuPerJob      = Metric{Name: "process CPU µs/job", Lower: true}
 	serverCPUJob   = Metric{Name: "nats-server CPU µs/job", Lower: true}
+	jetgateCPUJob  = Metric{Name: "jetgate CPU µs/job", Lower: true}
 )
 
 // costMetrics are the metrics of a per-job cost case; serverCPU adds the
-// nats-server's CPU, measurable only when it runs in another process.
-func costMetrics(serverCPU bool) []Metric {
+// nats-server's CPU, measurable only when it runs in another process, and
+// jetgateCPU a separate jetgate process's.
+func costMetrics(serverCPU, jetgateCPU bool) []Metric {
 	ms := []Metric{storedPerJob, removedPerJob, msgsInPerJob, msgsOutPerJob, bytesInPerJob, bytesOutPerJob, cpuPerJob}
 	if serverCPU {
 		ms = append(ms, serverCPUJob)
+	}
+	if jetgateCPU {
+		ms = append(ms, jetgateCPUJob)
 	}
 	return append(ms, jobsPerSec)
 }
@@ -63,6 +68,12 @@ func (e *Env) measureCost(ctx context.Context, run func(context.Context) (Sample
 		return Sample{}, err
 	}
 	defer cpu.close()
+	var jg0 time.Duration
+	if e.jetgatePID > 0 {
+		if jg0, err = procCPU(e.jetgatePID); err != nil {
+			return Sample{}, fmt.Errorf("jetgate CPU: %w", err)
+		}
+	}
 	s, err := run(ctx)
 	if err != nil {
 		return s, err
@@ -74,6 +85,14 @@ func (e *Env) measureCost(ctx context.Context, run func(context.Context) (Sample
 	proc, srv, err := cpu.stop()
 	if err != nil {
 		return s, err
+	}
+	jg := time.Duration(-1)
+	if e.jetgatePID > 0 {
+		jg1, err := procCPU(e.jetgatePID)
+		if err != nil {
+			return s, fmt.Errorf("jetgate CPU: %w", err)
+		}
+		jg = jg1 - jg0
 	}
 	if s.Ops <= 0 {
 		return s, fmt.Errorf("cost: the workload did no job")
@@ -107,6 +126,9 @@ func (e *Env) measureCost(ctx context.Context, run func(context.Context) (Sample
 	s.Metrics[cpuPerJob.Name] = per(float64(proc) / float64(time.Microsecond))
 	if srv >= 0 {
 		s.Metrics[serverCPUJob.Name] = per(float64(srv) / float64(time.Microsecond))
+	}
+	if jg >= 0 {
+		s.Metrics[jetgateCPUJob.Name] = per(float64(jg) / float64(time.Microsecond))
 	}
 	return s, nil
 }

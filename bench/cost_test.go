@@ -44,7 +44,7 @@ func runCost(t *testing.T, e *Env) *Results {
 // among others; messages go in and out, CPU is spent. Issue 17 "Goals":
 // the per-job cost table, next to raw JetStream's, from the server's own
 // counters.
-func checkCost(t *testing.T, res *Results, serverCPU bool) {
+func checkCost(t *testing.T, res *Results, serverCPU, jetgateCPU bool) {
 	t.Helper()
 	cases := res.Scenarios[0].Cases
 	if len(cases) != 3 {
@@ -68,7 +68,7 @@ func checkCost(t *testing.T, res *Results, serverCPU bool) {
 			if s.Ops != int64(costTiny.CostJobs) {
 				t.Errorf("%s/%s: %d jobs, want %d", c.Name, side, s.Ops, costTiny.CostJobs)
 			}
-			for _, m := range costMetrics(serverCPU) {
+			for _, m := range costMetrics(serverCPU, jetgateCPU) {
 				v, ok := s.Metrics[m.Name]
 				if !ok {
 					t.Errorf("%s/%s: no %s", c.Name, side, m.Name)
@@ -82,6 +82,9 @@ func checkCost(t *testing.T, res *Results, serverCPU bool) {
 			if _, ok := s.Metrics[serverCPUJob.Name]; ok != serverCPU {
 				t.Errorf("%s/%s: nats-server CPU measured = %v, want %v", c.Name, side, ok, serverCPU)
 			}
+			if _, ok := s.Metrics[jetgateCPUJob.Name]; ok != jetgateCPU {
+				t.Errorf("%s/%s: jetgate CPU measured = %v, want %v", c.Name, side, ok, jetgateCPU)
+			}
 		}
 	}
 	table := res.CostTable()
@@ -90,14 +93,14 @@ func checkCost(t *testing.T, res *Results, serverCPU bool) {
 		t.Fatalf("cost table has %d lines, want a header and a row per case and side:\n%s", len(lines), table)
 	}
 	for _, col := range []string{"stored/job", "stored by stream", "removed/job", "msgs in/job", "msgs out/job",
-		"bytes in/job", "bytes out/job", "CPU µs/job", "nats-server CPU µs/job"} {
+		"bytes in/job", "bytes out/job", "process CPU µs/job", "nats-server CPU µs/job", "jetgate CPU µs/job"} {
 		if !strings.Contains(lines[0], "| "+col+" |") {
 			t.Errorf("cost table lacks column %q: %s", col, lines[0])
 		}
 	}
 	for _, l := range lines[2:] {
-		if cells := strings.Count(l, "|") - 1; cells != 11 {
-			t.Errorf("cost table row has %d cells, want 11: %s", cells, l)
+		if cells := strings.Count(l, "|") - 1; cells != 12 {
+			t.Errorf("cost table row has %d cells, want 12: %s", cells, l)
 		}
 		if !strings.Contains(l, "KV_OJS_JOBS") && !strings.Contains(l, rawStream+" 1.00") {
 			t.Errorf("cost table row names no stream: %s", l)
@@ -111,12 +114,13 @@ func checkCost(t *testing.T, res *Results, serverCPU bool) {
 // TestCostEmbedded reads the embedded server's counters in-process.
 func TestCostEmbedded(t *testing.T) {
 	e := startEnv(t)
-	checkCost(t, runCost(t, e), false)
+	checkCost(t, runCost(t, e), false, false)
 }
 
 // TestCostExternal runs jetgate on a separate nats-server (--nats-url)
 // and reads its counters over its monitoring port (/varz, /jsz), its CPU
-// from /proc (--nats-pid; here the test's own process, which hosts it).
+// and jetgate's from /proc (--nats-pid, --jetgate-pid; here both are the
+// test's own process, which hosts them).
 func TestCostExternal(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("reads /proc")
@@ -124,7 +128,8 @@ func TestCostExternal(t *testing.T) {
 	ns := natstest.RunServerOpts(t, func(o *server.Options) { o.HTTPHost, o.HTTPPort = "127.0.0.1", -1 })
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	e, err := Start(ctx, EnvConfig{NatsURL: ns.ClientURL(), NatsMonitor: "http://" + ns.MonitorAddr().String(), NatsPID: os.Getpid()})
+	e, err := Start(ctx, EnvConfig{NatsURL: ns.ClientURL(), NatsMonitor: "http://" + ns.MonitorAddr().String(),
+		NatsPID: os.Getpid(), JetgatePID: os.Getpid()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +138,7 @@ func TestCostExternal(t *testing.T) {
 			t.Errorf("close: %v", err)
 		}
 	}()
-	checkCost(t, runCost(t, e), true)
+	checkCost(t, runCost(t, e), true, true)
 
 	// Both ways of reading the server agree.
 	got, err := e.mon.counters(ctx)

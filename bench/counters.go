@@ -186,7 +186,10 @@ func (m *httpMonitor) serverCPU() (time.Duration, bool, error) {
 		return 0, false, nil
 	}
 	d, err := procCPU(m.pid)
-	return d, err == nil, err
+	if err != nil {
+		return 0, false, fmt.Errorf("nats-server CPU: %w", err)
+	}
+	return d, true, nil
 }
 
 func (*httpMonitor) inProcess() bool { return false }
@@ -197,22 +200,22 @@ func (m *httpMonitor) close() { m.hc.CloseIdleConnections() }
 func procCPU(pid int) (time.Duration, error) {
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0, fmt.Errorf("nats-server CPU: %w", err)
+		return 0, err
 	}
 	// The command name (field 2) may hold spaces; the fields after its
 	// closing parenthesis start with field 3 (state).
 	end := bytes.LastIndexByte(raw, ')')
 	if end < 0 {
-		return 0, errors.New("nats-server CPU: unreadable /proc stat")
+		return 0, fmt.Errorf("unreadable /proc/%d/stat", pid)
 	}
 	f := strings.Fields(string(raw[end+1:]))
 	if len(f) < 13 {
-		return 0, errors.New("nats-server CPU: short /proc stat")
+		return 0, fmt.Errorf("short /proc/%d/stat", pid)
 	}
 	utime, err1 := strconv.ParseInt(f[11], 10, 64) // field 14
 	stime, err2 := strconv.ParseInt(f[12], 10, 64) // field 15
 	if err := errors.Join(err1, err2); err != nil {
-		return 0, fmt.Errorf("nats-server CPU: %w", err)
+		return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
 	}
 	return time.Duration(utime+stime) * time.Second / clockTicks, nil
 }

@@ -41,6 +41,10 @@ type EnvConfig struct {
 	// this machine: its CPU is then read from /proc exactly instead of
 	// estimated from /varz's cpu once a second.
 	NatsPID int
+	// JetgatePID is the process id of the jetgate at URL when it runs on
+	// this machine: the cost scenario then reads its CPU from /proc, so
+	// jetgate's CPU is told apart from the bench clients'.
+	JetgatePID int
 }
 
 // Env is one jetgate server and the clients the workloads use against it:
@@ -56,6 +60,8 @@ type Env struct {
 	httpURL string
 	// mon reads the NATS server's counters (nil: they cannot be read).
 	mon monitor
+	// jetgatePID is a jetgate process serving URL (0: none).
+	jetgatePID int
 }
 
 // Start starts jetgate in-process (with its embedded nats-server unless
@@ -74,7 +80,7 @@ func Start(ctx context.Context, cfg EnvConfig) (*Env, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start jetgate: %w", err)
 	}
-	e := &Env{srv: srv, httpURL: cmp.Or(cfg.URL, srv.URL())}
+	e := &Env{srv: srv, httpURL: cmp.Or(cfg.URL, srv.URL()), jetgatePID: cfg.JetgatePID}
 	switch {
 	case srv.Embedded() != nil:
 		e.mon = embeddedMonitor{ns: srv.Embedded().NATS()}

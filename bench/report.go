@@ -62,8 +62,9 @@ func (r *Results) Markdown(plots []plot) string {
 		b.WriteString("\n## Per-job cost\n\n")
 		b.WriteString("Medians over the rounds of what one job cost the NATS server, by its own counters read before and after " +
 			"each run: messages stored (the growth of every stream's last sequence, KV buckets included) and removed, messages " +
-			"and bytes in and out (/varz), and CPU: the whole bench process's (getrusage: jetgate, the clients, and the " +
-			"nats-server when it is embedded) and, with --nats-url, the nats-server's.\n\n")
+			"and bytes in and out (/varz), and CPU: the whole bench process's (getrusage: the in-process jetgate, the clients, " +
+			"and the nats-server when it is embedded), with --nats-url the nats-server's, and with --url and --jetgate-pid " +
+			"the separate jetgate's.\n\n")
 		b.WriteString(ct)
 	}
 	if len(plots) > 0 {
@@ -200,8 +201,8 @@ func (r *Results) CostTable() string {
 				continue
 			}
 			if b.Len() == 0 {
-				b.WriteString("| case | side | stored/job | stored by stream | removed/job | msgs in/job | msgs out/job | bytes in/job | bytes out/job | CPU µs/job | nats-server CPU µs/job |\n")
-				b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
+				b.WriteString("| case | side | stored/job | stored by stream | removed/job | msgs in/job | msgs out/job | bytes in/job | bytes out/job | process CPU µs/job | nats-server CPU µs/job | jetgate CPU µs/job |\n")
+				b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 			}
 			for _, side := range []struct {
 				name    string
@@ -230,9 +231,9 @@ func (r *Results) CostTable() string {
 				for _, st := range streamMetrics(side.samples, storedStreamPrefix) {
 					streams = append(streams, fmt.Sprintf("%s %s", st.Stream, num(st.Median)))
 				}
-				fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", c.Name, side.name,
+				fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", c.Name, side.name,
 					val(storedPerJob), strings.Join(streams, ", "), val(removedPerJob), val(msgsInPerJob), val(msgsOutPerJob),
-					val(bytesInPerJob), val(bytesOutPerJob), val(cpuPerJob), val(serverCPUJob))
+					val(bytesInPerJob), val(bytesOutPerJob), val(cpuPerJob), val(serverCPUJob), val(jetgateCPUJob))
 			}
 		}
 	}

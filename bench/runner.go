@@ -107,6 +107,7 @@ type Progress interface {
 func Run(ctx context.Context, e *Env, scenarios []*Scenario, p Params, prog Progress) (*Results, error) {
 	p = p.withDefaults()
 	p.serverCPU = e.mon != nil && !e.mon.inProcess()
+	p.jetgateCPU = e.jetgatePID > 0
 	res := &Results{Started: time.Now().UTC(), Machine: machine(), Params: p}
 	if e.httpURL != e.srv.URL() {
 		res.RemoteHTTP = e.httpURL

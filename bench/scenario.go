@@ -31,8 +31,9 @@ type Params struct {
 	CostJobs  int `json:"cost_jobs"`
 	DrainJobs int `json:"drain_jobs"`
 	// serverCPU: the NATS server runs in another process whose CPU the
-	// cost scenario can read (set by Run).
-	serverCPU bool
+	// cost scenario can read; jetgateCPU: so does the jetgate at --url
+	// (set by Run).
+	serverCPU, jetgateCPU bool
 	// NoWarmup skips the warm-up round (tests).
 	NoWarmup bool `json:"no_warmup,omitempty"`
 }

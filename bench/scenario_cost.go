@@ -17,7 +17,7 @@ var cost = &Scenario{
 	Cases: func(p Params) []Case {
 		n := p.CostJobs
 		sh := Shape{Jobs: n, Producers: p.Workers, Workers: p.Workers, PayloadBytes: p.PayloadBytes}
-		ms := costMetrics(p.serverCPU)
+		ms := costMetrics(p.serverCPU, p.jetgateCPU)
 		measured := func(name string, run func(context.Context, *Env) (Sample, error)) Side {
 			return Side{Name: name, Run: func(ctx context.Context, e *Env) (Sample, error) {
 				return e.measureCost(ctx, func(ctx context.Context) (Sample, error) { return run(ctx, e) })

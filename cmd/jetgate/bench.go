@@ -27,12 +27,13 @@ type benchConfig struct {
 	natsMon   string
 	natsPID   int
 	url       string
+	jgPID     int
 }
 
 var benchFlagOrder = [][2]string{
 	{"duration", "DURATION"}, {"rounds", "N"}, {"workers", "N"}, {"payload-bytes", "SIZE"},
 	{"cost-jobs", "N"}, {"drain-jobs", "N"},
-	{"out", "DIR"}, {"json", ""}, {"data-dir", "DIR"}, {"nats-url", "URL"}, {"nats-monitor", "URL"}, {"nats-pid", "PID"}, {"url", "URL"},
+	{"out", "DIR"}, {"json", ""}, {"data-dir", "DIR"}, {"nats-url", "URL"}, {"nats-monitor", "URL"}, {"nats-pid", "PID"}, {"url", "URL"}, {"jetgate-pid", "PID"},
 }
 
 func newBenchFlags(c *benchConfig) *flag.FlagSet {
@@ -53,6 +54,7 @@ func newBenchFlags(c *benchConfig) *flag.FlagSet {
 	fs.StringVar(&c.natsMon, "nats-monitor", "", "Monitoring URL of the --nats-url server (its http_port, e.g. http://127.0.0.1:8222): the cost scenario reads /varz and /jsz there. Needed for cost with --nats-url.")
 	fs.IntVar(&c.natsPID, "nats-pid", 0, "Process id of the --nats-url server when it runs on this machine (Linux): the cost scenario reads its CPU from /proc exactly instead of estimating it from /varz once a second.")
 	fs.StringVar(&c.url, "url", "", "Send the HTTP cases to this running jetgate (e.g. http://127.0.0.1:8080) instead of the in-process one.")
+	fs.IntVar(&c.jgPID, "jetgate-pid", 0, "Process id of the --url jetgate when it runs on this machine (Linux): the cost scenario reads its CPU from /proc, apart from the bench clients' and the nats-server's.")
 	return fs
 }
 
@@ -94,8 +96,10 @@ func parseBench(args []string, lookupEnv func(string) (string, bool)) (benchConf
 		return c, fmt.Errorf("--nats-monitor needs --nats-url (the embedded server is read in-process)")
 	case c.natsURL != "" && c.natsMon == "" && (len(c.scenarios) == 0 || slices.Contains(c.scenarios, "cost")):
 		return c, fmt.Errorf("the cost scenario reads the NATS server's counters: with --nats-url give --nats-monitor, or name the scenarios to run without cost")
-	case c.natsPID < 0:
-		return c, fmt.Errorf("--nats-pid must be a process id, got %d", c.natsPID)
+	case c.jgPID != 0 && c.url == "":
+		return c, fmt.Errorf("--jetgate-pid needs --url (the in-process jetgate's CPU is the process's)")
+	case c.natsPID < 0 || c.jgPID < 0:
+		return c, fmt.Errorf("--nats-pid and --jetgate-pid must be process ids, got %d and %d", c.natsPID, c.jgPID)
 	case c.payload < 64 || c.payload > 1<<20:
 		return c, fmt.Errorf("--payload-bytes must be 64B..1MiB, got %d", c.payload)
 	}
@@ -129,7 +133,7 @@ func (c benchConfig) run(ctx context.Context, stdout, stderr io.Writer) error {
 		defer os.RemoveAll(tmp)
 		c.dataDir = tmp
 	}
-	env, err := bench.Start(ctx, bench.EnvConfig{DataDir: c.dataDir, NatsURL: c.natsURL, NatsMonitor: c.natsMon, NatsPID: c.natsPID, URL: c.url})
+	env, err := bench.Start(ctx, bench.EnvConfig{DataDir: c.dataDir, NatsURL: c.natsURL, NatsMonitor: c.natsMon, NatsPID: c.natsPID, URL: c.url, JetgatePID: c.jgPID})
 	if err != nil {
 		return err
 	}

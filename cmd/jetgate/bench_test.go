@@ -84,7 +84,8 @@ func TestParseBench(t *testing.T) {
 		// server it needs its monitoring URL, whether named or implied.
 		{[]string{"--nats-url", "nats://127.0.0.1:4222"}, "give --nats-monitor"},
 		{[]string{"--nats-url", "nats://127.0.0.1:4222", "roundtrip", "cost"}, "give --nats-monitor"},
-		{[]string{"--nats-url", "nats://127.0.0.1:4222", "--nats-monitor", "http://x", "--nats-pid", "-1", "cost"}, "--nats-pid must be"},
+		{[]string{"--nats-url", "nats://127.0.0.1:4222", "--nats-monitor", "http://x", "--nats-pid", "-1", "cost"}, "--nats-pid and --jetgate-pid must be"},
+		{[]string{"--jetgate-pid", "7", "cost"}, "--jetgate-pid needs --url"},
 	} {
 		if _, err := parseBench(tc.args, lookup(nil)); err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 			t.Errorf("%v: err = %v, want %q", tc.args, err, tc.wantErr)
