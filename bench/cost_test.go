@@ -92,15 +92,15 @@ func checkCost(t *testing.T, res *Results, serverCPU, jetgateCPU bool) {
 	if len(lines) != 2+2*len(cases) {
 		t.Fatalf("cost table has %d lines, want a header and a row per case and side:\n%s", len(lines), table)
 	}
-	for _, col := range []string{"stored/job", "stored by stream", "removed/job", "msgs in/job", "msgs out/job",
+	for _, col := range []string{"stored/job", "stored by stream", "removed/job", "removed by stream", "msgs in/job", "msgs out/job",
 		"bytes in/job", "bytes out/job", "process CPU µs/job", "nats-server CPU µs/job", "jetgate CPU µs/job"} {
 		if !strings.Contains(lines[0], "| "+col+" |") {
 			t.Errorf("cost table lacks column %q: %s", col, lines[0])
 		}
 	}
 	for _, l := range lines[2:] {
-		if cells := strings.Count(l, "|") - 1; cells != 12 {
-			t.Errorf("cost table row has %d cells, want 12: %s", cells, l)
+		if cells := strings.Count(l, "|") - 1; cells != 13 {
+			t.Errorf("cost table row has %d cells, want 13: %s", cells, l)
 		}
 		if !strings.Contains(l, "KV_OJS_JOBS") && !strings.Contains(l, rawStream+" 1.00") {
 			t.Errorf("cost table row names no stream: %s", l)

@@ -187,8 +187,8 @@ func (r *Results) plots() []plot {
 
 // CostTable is the per-job cost table of the cases that measured it (the
 // cost scenario): for each side, the medians over the rounds of what one
-// job cost the NATS server by its own counters, and the stored messages
-// by stream. It is empty when no case measured cost.
+// job cost the NATS server by its own counters, and the stored and
+// removed messages by stream. It is empty when no case measured cost.
 func (r *Results) CostTable() string {
 	var b strings.Builder
 	for _, s := range r.Scenarios {
@@ -201,8 +201,8 @@ func (r *Results) CostTable() string {
 				continue
 			}
 			if b.Len() == 0 {
-				b.WriteString("| case | side | stored/job | stored by stream | removed/job | msgs in/job | msgs out/job | bytes in/job | bytes out/job | process CPU µs/job | nats-server CPU µs/job | jetgate CPU µs/job |\n")
-				b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+				b.WriteString("| case | side | stored/job | stored by stream | removed/job | removed by stream | msgs in/job | msgs out/job | bytes in/job | bytes out/job | process CPU µs/job | nats-server CPU µs/job | jetgate CPU µs/job |\n")
+				b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 			}
 			for _, side := range []struct {
 				name    string
@@ -227,12 +227,16 @@ func (r *Results) CostTable() string {
 					}
 					return num(side.pick(mr).Median)
 				}
-				var streams []string
-				for _, st := range streamMetrics(side.samples, storedStreamPrefix) {
-					streams = append(streams, fmt.Sprintf("%s %s", st.Stream, num(st.Median)))
+				byStream := func(prefix string) string {
+					var out []string
+					for _, st := range streamMetrics(side.samples, prefix) {
+						out = append(out, fmt.Sprintf("%s %s", st.Stream, num(st.Median)))
+					}
+					return strings.Join(out, ", ")
 				}
-				fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", c.Name, side.name,
-					val(storedPerJob), strings.Join(streams, ", "), val(removedPerJob), val(msgsInPerJob), val(msgsOutPerJob),
+				fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", c.Name, side.name,
+					val(storedPerJob), byStream(storedStreamPrefix), val(removedPerJob), byStream(removedStreamPrefix),
+					val(msgsInPerJob), val(msgsOutPerJob),
 					val(bytesInPerJob), val(bytesOutPerJob), val(cpuPerJob), val(serverCPUJob), val(jetgateCPUJob))
 			}
 		}
