@@ -186,7 +186,7 @@ Each case runs a warm-up round and then --rounds rounds; in each round
 the baseline and jetgate run for --duration each, back to back, in
 alternating order. The table shows each side's median [min–max] and the
 median ratio. Slow numbers never fail the command; errors (a lost job, a
-failed request) do. The default run takes about three minutes.
+failed request) do. The default run takes about seven minutes.
 
 Every flag can also be set by the environment variable shown next to it
 (JETGATE_BENCH_<FLAG>, apart from the server's JETGATE_<FLAG>).`
