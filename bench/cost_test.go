@@ -233,3 +233,53 @@ func TestSDKDrainAsksForFreeSlots(t *testing.T) {
 		t.Errorf("%d jobs ran at once on %d handlers", p, handlers)
 	}
 }
+
+// fixedCPU is a monitor whose server always reports the same CPU share.
+type fixedCPU struct{ percent float64 }
+
+func (f fixedCPU) counters(context.Context) (counters, error) {
+	return counters{CPUPercent: f.percent, Streams: map[string]streamCount{}}, nil
+}
+func (fixedCPU) serverCPU() (time.Duration, bool, error) { return 0, false, nil }
+func (fixedCPU) inProcess() bool                         { return false }
+func (fixedCPU) close()                                  {}
+
+// TestCPUSamplerIntegrates: without the server's pid, its CPU over a run
+// is /varz's cpu share integrated over the run's wall time.
+func TestCPUSamplerIntegrates(t *testing.T) {
+	start := time.Now()
+	m, err := startCPUMeter(context.Background(), fixedCPU{percent: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	proc, srv, err := m.stop()
+	wall := time.Since(start)
+	m.close()
+	if err != nil || proc < 0 {
+		t.Fatalf("stop: %v, %v", proc, err)
+	}
+	// The sampler's window lies within the one measured here.
+	if srv <= 0 || srv > wall/2+time.Microsecond {
+		t.Errorf("a server at 50%% over %s used %s of CPU", wall, srv)
+	}
+}
+
+// TestProcCPU: /proc/<pid>/stat reads this process's CPU as getrusage does
+// (to the kernel's 10 ms ticks).
+func TestProcCPU(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc")
+	}
+	before := processCPU()
+	got, err := procCPU(os.Getpid())
+	after := processCPU()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got < before-20*time.Millisecond || got > after+20*time.Millisecond {
+		t.Errorf("procCPU = %s, getrusage %s..%s", got, before, after)
+	}
+	if _, err := procCPU(-1); err == nil {
+		t.Error("procCPU(-1) did not fail")
+	}
+}
