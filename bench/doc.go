@@ -48,7 +48,8 @@
 // is another process: its counters come from its monitoring port
 // (--nats-monitor: /varz, /jsz?streams=true) and its CPU from
 // /proc/<pid>/stat (--nats-pid) or, failing that, from /varz's cpu
-// integrated once a second. Before and after a run the counters must
+// integrated once a second; a jetgate started apart (--url) has its CPU
+// read from /proc too (--jetgate-pid), apart from the bench clients'. Before and after a run the counters must
 // settle (no write and no message in for two polls 100 ms apart), so
 // writes no answer waited for are counted too. The embedded server is
 // read in-process (app.Server.Embedded).
