@@ -34,6 +34,36 @@
 // profile shows the server-side cost of every path, and allocs/op counts
 // them all together.
 //
+// # Per-job cost and the SDK-style drain
+//
+// The cost scenario counts instead of timing: around each run of
+// Params.CostJobs jobs it reads the NATS server's own monitoring counters
+// (counters.go): Varz for messages and bytes in and out, Jsz with streams
+// for every stream's state. Stored messages are the growth of each
+// stream's last sequence, so streams that remove messages again
+// (work-queue retention, KV buckets keeping one revision) still count
+// every write; removals are writes minus the growth of the stream's
+// message count. CPU is the whole process's (getrusage: jetgate, the bench
+// clients and, when embedded, the nats-server). With --nats-url the server
+// is another process: its counters come from its monitoring port
+// (--nats-monitor: /varz, /jsz?streams=true) and its CPU from
+// /proc/<pid>/stat (--nats-pid) or, failing that, from /varz's cpu
+// integrated once a second; a jetgate started apart (--url) has its CPU
+// read from /proc too (--jetgate-pid), apart from the bench clients'. Before and after a run the counters must
+// settle (no write and no message in for two polls 100 ms apart), so
+// writes no answer waited for are counted too. The embedded server is
+// read in-process (app.Server.Embedded).
+//
+// drain-http is the figure users compare with other queues: Params.DrainJobs
+// jobs enqueued over HTTP in batches of 100 by one producer, then drained by
+// a worker that behaves like the official OJS Go SDK worker (sdkDrain): one
+// fetch loop asking for as many jobs as it has free handler slots (waiting
+// while none is free, sleeping the SDK's 1 s poll interval after an empty
+// answer), a goroutine per job whose no-op handler acks it with a request
+// of its own; 32 and 100 handlers. The raw baseline stores the messages in
+// atomic batches of 100 and drains them with the same worker over
+// FetchNoWait(free slots) and DoubleAck.
+//
 // # Scenarios
 //
 // A Scenario is a few Cases; a Case compares two Sides on one workload:
@@ -57,6 +87,9 @@
 //
 //	jetgate bench                      # every scenario, report in bench-results/<time>/
 //	jetgate bench roundtrip latency    # some of them
+//	jetgate bench cost drain-http      # per-job cost and the SDK-style drain
+//	jetgate bench --nats-url nats://127.0.0.1:4222 \
+//	    --nats-monitor http://127.0.0.1:8222 --nats-pid 1234 cost
 //
 // The go test -bench functions, for benchstat and profiles:
 //

@@ -102,39 +102,45 @@ func (e *Env) RawAtomicBatch(ctx context.Context, sh Shape, batch int) (Sample, 
 	defer e.cleanupRaw(subj, "")
 	size := sh.payloadBytes()
 	return enqueueRun(ctx, sh, batch, func(ctx context.Context, first, n int) error {
-		id := nuid.Next()
-		for i := range n {
-			m := nats.NewMsg(subj)
-			m.Data = payload(first+i, size)
-			m.Header.Set("Nats-Batch-Id", id)
-			m.Header.Set("Nats-Batch-Sequence", strconv.Itoa(i+1))
-			if i > 0 && i < n-1 {
-				if err := e.nc.PublishMsg(m); err != nil {
-					return fmt.Errorf("atomic batch publish: %w", err)
-				}
-				continue
-			}
-			if i == n-1 {
-				m.Header.Set("Nats-Batch-Commit", "1")
-			}
-			resp, err := e.nc.RequestMsgWithContext(ctx, m)
-			if err != nil {
+		return e.atomicBatch(ctx, subj, first, n, size)
+	})
+}
+
+// atomicBatch stores the messages of jobs first..first+n-1 on subj as one
+// atomic batch publish (ADR-50).
+func (e *Env) atomicBatch(ctx context.Context, subj string, first, n, size int) error {
+	id := nuid.Next()
+	for i := range n {
+		m := nats.NewMsg(subj)
+		m.Data = payload(first+i, size)
+		m.Header.Set("Nats-Batch-Id", id)
+		m.Header.Set("Nats-Batch-Sequence", strconv.Itoa(i+1))
+		if i > 0 && i < n-1 {
+			if err := e.nc.PublishMsg(m); err != nil {
 				return fmt.Errorf("atomic batch publish: %w", err)
 			}
-			var r struct {
-				Error *jetstream.APIError `json:"error,omitempty"`
+			continue
+		}
+		if i == n-1 {
+			m.Header.Set("Nats-Batch-Commit", "1")
+		}
+		resp, err := e.nc.RequestMsgWithContext(ctx, m)
+		if err != nil {
+			return fmt.Errorf("atomic batch publish: %w", err)
+		}
+		var r struct {
+			Error *jetstream.APIError `json:"error,omitempty"`
+		}
+		if len(resp.Data) > 0 {
+			if err := json.Unmarshal(resp.Data, &r); err != nil {
+				return fmt.Errorf("atomic batch publish: %w", err)
 			}
-			if len(resp.Data) > 0 {
-				if err := json.Unmarshal(resp.Data, &r); err != nil {
-					return fmt.Errorf("atomic batch publish: %w", err)
-				}
-				if r.Error != nil {
-					return fmt.Errorf("atomic batch publish: %w", r.Error)
-				}
+			if r.Error != nil {
+				return fmt.Errorf("atomic batch publish: %w", r.Error)
 			}
 		}
-		return nil
-	})
+	}
+	return nil
 }
 
 // GoEnqueue enqueues through the admission service into queue (a new one

@@ -33,6 +33,18 @@ type EnvConfig struct {
 	URL string
 	// Conns is the number of keep-alive HTTP connections to keep (default 64).
 	Conns int
+	// NatsMonitor is the monitoring URL (e.g. http://127.0.0.1:8222) of
+	// the server at NatsURL: the per-job cost reads its /varz and /jsz.
+	// Without NatsURL the embedded server is read in-process.
+	NatsMonitor string
+	// NatsPID is the process id of the server at NatsURL when it runs on
+	// this machine: its CPU is then read from /proc exactly instead of
+	// estimated from /varz's cpu once a second.
+	NatsPID int
+	// JetgatePID is the process id of the jetgate at URL when it runs on
+	// this machine: the cost scenario then reads its CPU from /proc, so
+	// jetgate's CPU is told apart from the bench clients'.
+	JetgatePID int
 }
 
 // Env is one jetgate server and the clients the workloads use against it:
@@ -46,6 +58,10 @@ type Env struct {
 	raw     jetstream.Stream
 	http    *http.Client
 	httpURL string
+	// mon reads the NATS server's counters (nil: they cannot be read).
+	mon monitor
+	// jetgatePID is a jetgate process serving URL (0: none).
+	jetgatePID int
 }
 
 // Start starts jetgate in-process (with its embedded nats-server unless
@@ -64,7 +80,13 @@ func Start(ctx context.Context, cfg EnvConfig) (*Env, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start jetgate: %w", err)
 	}
-	e := &Env{srv: srv, httpURL: cmp.Or(cfg.URL, srv.URL())}
+	e := &Env{srv: srv, httpURL: cmp.Or(cfg.URL, srv.URL()), jetgatePID: cfg.JetgatePID}
+	switch {
+	case srv.Embedded() != nil:
+		e.mon = embeddedMonitor{ns: srv.Embedded().NATS()}
+	case cfg.NatsMonitor != "":
+		e.mon = newHTTPMonitor(cfg.NatsMonitor, cfg.NatsPID)
+	}
 	if err := e.connect(ctx, cmp.Or(cfg.NatsURL, srv.NatsURL()), cmp.Or(cfg.Conns, 64)); err != nil {
 		e.Close()
 		return nil, err
@@ -110,6 +132,9 @@ func (e *Env) Close() error {
 	defer cancel()
 	if e.http != nil {
 		e.http.CloseIdleConnections()
+	}
+	if e.mon != nil {
+		e.mon.close()
 	}
 	if e.nc != nil {
 		if e.js != nil {

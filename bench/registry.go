@@ -15,4 +15,6 @@ var registry = []*Scenario{
 	backpressure,
 	waiting10k,
 	timeouts10k,
+	cost,
+	drainHTTP,
 }

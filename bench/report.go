@@ -58,6 +58,15 @@ func (r *Results) Markdown(plots []plot) string {
 		"the median of each round's ratio. ✓/✗ compares the ratio's median with the target.\n\n",
 		r.Params.Rounds, r.Params.Duration)
 	b.WriteString(r.Table())
+	if ct := r.CostTable(); ct != "" {
+		b.WriteString("\n## Per-job cost\n\n")
+		b.WriteString("Medians over the rounds of what one job cost the NATS server, by its own counters read before and after " +
+			"each run: messages stored (the growth of every stream's last sequence, KV buckets included) and removed, messages " +
+			"and bytes in and out (/varz), and CPU: the whole bench process's (getrusage: the in-process jetgate, the clients, " +
+			"and the nats-server when it is embedded), with --nats-url the nats-server's, and with --url and --jetgate-pid " +
+			"the separate jetgate's.\n\n")
+		b.WriteString(ct)
+	}
 	if len(plots) > 0 {
 		b.WriteString("\n## Plots\n\n")
 		for _, p := range plots {
@@ -174,4 +183,63 @@ func (r *Results) plots() []plot {
 		}
 	}
 	return out
+}
+
+// CostTable is the per-job cost table of the cases that measured it (the
+// cost scenario): for each side, the medians over the rounds of what one
+// job cost the NATS server by its own counters, and the stored and
+// removed messages by stream. It is empty when no case measured cost.
+func (r *Results) CostTable() string {
+	var b strings.Builder
+	for _, s := range r.Scenarios {
+		for _, c := range s.Cases {
+			byName := map[string]MetricResult{}
+			for _, m := range c.Metrics {
+				byName[m.Name] = m
+			}
+			if _, ok := byName[storedPerJob.Name]; !ok {
+				continue
+			}
+			if b.Len() == 0 {
+				b.WriteString("| case | side | stored/job | stored by stream | removed/job | removed by stream | msgs in/job | msgs out/job | bytes in/job | bytes out/job | process CPU µs/job | nats-server CPU µs/job | jetgate CPU µs/job |\n")
+				b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+			}
+			for _, side := range []struct {
+				name    string
+				jetgate bool
+				samples []Sample
+				pick    func(MetricResult) Stat
+			}{
+				{c.Baseline, false, nil, func(m MetricResult) Stat { return m.Baseline }},
+				{c.Jetgate, true, nil, func(m MetricResult) Stat { return m.Jetgate }},
+			} {
+				for _, rd := range c.Rounds {
+					if side.jetgate {
+						side.samples = append(side.samples, rd.Jetgate)
+					} else {
+						side.samples = append(side.samples, rd.Baseline)
+					}
+				}
+				val := func(m Metric) string {
+					mr, ok := byName[m.Name]
+					if !ok {
+						return "–"
+					}
+					return num(side.pick(mr).Median)
+				}
+				byStream := func(prefix string) string {
+					var out []string
+					for _, st := range streamMetrics(side.samples, prefix) {
+						out = append(out, fmt.Sprintf("%s %s", st.Stream, num(st.Median)))
+					}
+					return strings.Join(out, ", ")
+				}
+				fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", c.Name, side.name,
+					val(storedPerJob), byStream(storedStreamPrefix), val(removedPerJob), byStream(removedStreamPrefix),
+					val(msgsInPerJob), val(msgsOutPerJob),
+					val(bytesInPerJob), val(bytesOutPerJob), val(cpuPerJob), val(serverCPUJob), val(jetgateCPUJob))
+			}
+		}
+	}
+	return b.String()
 }

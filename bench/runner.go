@@ -106,6 +106,8 @@ type Progress interface {
 // Run runs the scenarios against e, one after the other.
 func Run(ctx context.Context, e *Env, scenarios []*Scenario, p Params, prog Progress) (*Results, error) {
 	p = p.withDefaults()
+	p.serverCPU = e.mon != nil && !e.mon.inProcess()
+	p.jetgateCPU = e.jetgatePID > 0
 	res := &Results{Started: time.Now().UTC(), Machine: machine(), Params: p}
 	if e.httpURL != e.srv.URL() {
 		res.RemoteHTTP = e.httpURL

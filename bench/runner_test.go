@@ -13,7 +13,7 @@ import (
 
 // tiny is a run small enough for the test suite: every scenario, one
 // round, no warm-up, short runs and few keys and waiting jobs.
-var tiny = Params{Duration: 60 * time.Millisecond, Rounds: 1, Workers: 2, PayloadBytes: 128, Keys: 20, Waiting: 50, Timers: 50, NoWarmup: true}
+var tiny = Params{Duration: 60 * time.Millisecond, Rounds: 1, Workers: 2, PayloadBytes: 128, Keys: 20, Waiting: 50, Timers: 50, CostJobs: 40, DrainJobs: 60, NoWarmup: true}
 
 // TestEveryScenario runs every registered scenario at tiny sizes so the
 // harness never rots: each case must produce a round in which both sides

@@ -25,6 +25,15 @@ type Params struct {
 	Waiting int `json:"waiting"`
 	// Timers is the number of timeouts of timeouts-10k (default 10,000).
 	Timers int `json:"timers"`
+	// CostJobs is the number of jobs of each run of the cost scenario
+	// (default 5,000); DrainJobs of each run of drain-http (default
+	// 20,000).
+	CostJobs  int `json:"cost_jobs"`
+	DrainJobs int `json:"drain_jobs"`
+	// serverCPU: the NATS server runs in another process whose CPU the
+	// cost scenario can read; jetgateCPU: so does the jetgate at --url
+	// (set by Run).
+	serverCPU, jetgateCPU bool
 	// NoWarmup skips the warm-up round (tests).
 	NoWarmup bool `json:"no_warmup,omitempty"`
 }
@@ -48,6 +57,12 @@ func (p Params) withDefaults() Params {
 	}
 	if p.Timers <= 0 {
 		p.Timers = 10_000
+	}
+	if p.CostJobs <= 0 {
+		p.CostJobs = 5_000
+	}
+	if p.DrainJobs <= 0 {
+		p.DrainJobs = 20_000
 	}
 	return p
 }

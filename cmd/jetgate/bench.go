@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -23,12 +24,16 @@ type benchConfig struct {
 	out       string
 	dataDir   string
 	natsURL   string
+	natsMon   string
+	natsPID   int
 	url       string
+	jgPID     int
 }
 
 var benchFlagOrder = [][2]string{
 	{"duration", "DURATION"}, {"rounds", "N"}, {"workers", "N"}, {"payload-bytes", "SIZE"},
-	{"out", "DIR"}, {"json", ""}, {"data-dir", "DIR"}, {"nats-url", "URL"}, {"url", "URL"},
+	{"cost-jobs", "N"}, {"drain-jobs", "N"},
+	{"out", "DIR"}, {"json", ""}, {"data-dir", "DIR"}, {"nats-url", "URL"}, {"nats-monitor", "URL"}, {"nats-pid", "PID"}, {"url", "URL"}, {"jetgate-pid", "PID"},
 }
 
 func newBenchFlags(c *benchConfig) *flag.FlagSet {
@@ -40,11 +45,16 @@ func newBenchFlags(c *benchConfig) *flag.FlagSet {
 	fs.IntVar(&c.params.Workers, "workers", 8, "Worker (and producer) goroutines of the many-workers cases; roundtrip also runs with 1.")
 	c.payload = 200
 	fs.Var(&c.payload, "payload-bytes", "Size of each job's payload (and of each raw message), in bytes or with a unit: 200, 4KiB.")
+	fs.IntVar(&c.params.CostJobs, "cost-jobs", 5000, "Jobs of each run of the cost scenario.")
+	fs.IntVar(&c.params.DrainJobs, "drain-jobs", 20000, "Jobs of each run of the drain-http scenario (enqueued in batches of 100, then drained).")
 	fs.StringVar(&c.out, "out", "bench-results", "Directory under which each run writes <timestamp>/report.md, results.json and SVG plots.")
 	fs.BoolVar(&c.jsonOut, "json", false, "Print results.json to stdout instead of the table (progress then goes to stderr).")
 	fs.StringVar(&c.dataDir, "data-dir", "", "Where the embedded NATS server stores JetStream data (default: a temporary directory, removed afterwards).")
 	fs.StringVar(&c.natsURL, "nats-url", "", "Run both jetgate and the raw baseline on this NATS server instead of an embedded one. The bench creates streams named BENCH_* and jetgate's own.")
+	fs.StringVar(&c.natsMon, "nats-monitor", "", "Monitoring URL of the --nats-url server (its http_port, e.g. http://127.0.0.1:8222): the cost scenario reads /varz and /jsz there. Needed for cost with --nats-url.")
+	fs.IntVar(&c.natsPID, "nats-pid", 0, "Process id of the --nats-url server when it runs on this machine (Linux): the cost scenario reads its CPU from /proc exactly instead of estimating it from /varz once a second.")
 	fs.StringVar(&c.url, "url", "", "Send the HTTP cases to this running jetgate (e.g. http://127.0.0.1:8080) instead of the in-process one.")
+	fs.IntVar(&c.jgPID, "jetgate-pid", 0, "Process id of the --url jetgate when it runs on this machine (Linux): the cost scenario reads its CPU from /proc, apart from the bench clients' and the nats-server's.")
 	return fs
 }
 
@@ -78,6 +88,18 @@ func parseBench(args []string, lookupEnv func(string) (string, bool)) (benchConf
 		return c, fmt.Errorf("--rounds must be at least 1, got %d", c.params.Rounds)
 	case c.params.Workers < 1:
 		return c, fmt.Errorf("--workers must be at least 1, got %d", c.params.Workers)
+	case c.params.CostJobs < 1:
+		return c, fmt.Errorf("--cost-jobs must be at least 1, got %d", c.params.CostJobs)
+	case c.params.DrainJobs < 1:
+		return c, fmt.Errorf("--drain-jobs must be at least 1, got %d", c.params.DrainJobs)
+	case c.natsMon != "" && c.natsURL == "":
+		return c, fmt.Errorf("--nats-monitor needs --nats-url (the embedded server is read in-process)")
+	case c.natsURL != "" && c.natsMon == "" && (len(c.scenarios) == 0 || slices.Contains(c.scenarios, "cost")):
+		return c, fmt.Errorf("the cost scenario reads the NATS server's counters: with --nats-url give --nats-monitor, or name the scenarios to run without cost")
+	case c.jgPID != 0 && c.url == "":
+		return c, fmt.Errorf("--jetgate-pid needs --url (the in-process jetgate's CPU is the process's)")
+	case c.natsPID < 0 || c.jgPID < 0:
+		return c, fmt.Errorf("--nats-pid and --jetgate-pid must be process ids, got %d and %d", c.natsPID, c.jgPID)
 	case c.payload < 64 || c.payload > 1<<20:
 		return c, fmt.Errorf("--payload-bytes must be 64B..1MiB, got %d", c.payload)
 	}
@@ -111,7 +133,7 @@ func (c benchConfig) run(ctx context.Context, stdout, stderr io.Writer) error {
 		defer os.RemoveAll(tmp)
 		c.dataDir = tmp
 	}
-	env, err := bench.Start(ctx, bench.EnvConfig{DataDir: c.dataDir, NatsURL: c.natsURL, URL: c.url})
+	env, err := bench.Start(ctx, bench.EnvConfig{DataDir: c.dataDir, NatsURL: c.natsURL, NatsMonitor: c.natsMon, NatsPID: c.natsPID, URL: c.url, JetgatePID: c.jgPID})
 	if err != nil {
 		return err
 	}
@@ -144,7 +166,11 @@ func (c benchConfig) report(res *bench.Results, stdout, notes io.Writer) error {
 		fmt.Fprintf(notes, "report: %s\n", filepath.Join(dir, "report.md"))
 		return err
 	}
-	fmt.Fprintf(stdout, "\n%s\n\n%s\nreport: %s\n", res.MachineLine(), res.Table(), filepath.Join(dir, "report.md"))
+	fmt.Fprintf(stdout, "\n%s\n\n%s\n", res.MachineLine(), res.Table())
+	if ct := res.CostTable(); ct != "" {
+		fmt.Fprintf(stdout, "Per-job cost (medians, from the NATS server's counters):\n\n%s\n", ct)
+	}
+	fmt.Fprintf(stdout, "report: %s\n", filepath.Join(dir, "report.md"))
 	return nil
 }
 
@@ -160,7 +186,7 @@ Each case runs a warm-up round and then --rounds rounds; in each round
 the baseline and jetgate run for --duration each, back to back, in
 alternating order. The table shows each side's median [min–max] and the
 median ratio. Slow numbers never fail the command; errors (a lost job, a
-failed request) do. The default run takes about three minutes.
+failed request) do. The default run takes about seven minutes.
 
 Every flag can also be set by the environment variable shown next to it
 (JETGATE_BENCH_<FLAG>, apart from the server's JETGATE_<FLAG>).`
@@ -171,6 +197,9 @@ const benchExamples = `Examples:
 
   # Only the round trips and latency, longer runs, five rounds:
   jetgate bench --duration 3s --rounds 5 roundtrip latency
+
+  # Per-job cost with jetgate and nats-server told apart (nats-server -js -m 8222):
+  jetgate bench --nats-url nats://127.0.0.1:4222 --nats-monitor http://127.0.0.1:8222 cost
 
   # Machine-readable results for a script:
   jetgate bench --json enqueue > results.json

@@ -77,10 +77,27 @@ func TestParseBench(t *testing.T) {
 		{[]string{"--rounds", "0"}, "--rounds must be at least 1"},
 		{[]string{"--workers", "0"}, "--workers must be at least 1"},
 		{[]string{"--payload-bytes", "2"}, "--payload-bytes must be"},
+		{[]string{"--cost-jobs", "0"}, "--cost-jobs must be at least 1"},
+		{[]string{"--drain-jobs", "0", "drain-http"}, "--drain-jobs must be at least 1"},
+		{[]string{"--nats-monitor", "http://127.0.0.1:8222", "cost"}, "--nats-monitor needs --nats-url"},
+		// The cost scenario reads the server's counters: on another
+		// server it needs its monitoring URL, whether named or implied.
+		{[]string{"--nats-url", "nats://127.0.0.1:4222"}, "give --nats-monitor"},
+		{[]string{"--nats-url", "nats://127.0.0.1:4222", "roundtrip", "cost"}, "give --nats-monitor"},
+		{[]string{"--nats-url", "nats://127.0.0.1:4222", "--nats-monitor", "http://x", "--nats-pid", "-1", "cost"}, "--nats-pid and --jetgate-pid must be"},
+		{[]string{"--jetgate-pid", "7", "cost"}, "--jetgate-pid needs --url"},
 	} {
 		if _, err := parseBench(tc.args, lookup(nil)); err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 			t.Errorf("%v: err = %v, want %q", tc.args, err, tc.wantErr)
 		}
+	}
+	c, err = parseBench([]string{"--nats-url", "nats://127.0.0.1:4222", "--nats-monitor", "http://127.0.0.1:8222", "--nats-pid", "42",
+		"--cost-jobs", "300", "--drain-jobs=400", "cost", "drain-http"}, lookup(nil))
+	if err != nil || c.natsMon != "http://127.0.0.1:8222" || c.natsPID != 42 || c.params.CostJobs != 300 || c.params.DrainJobs != 400 {
+		t.Errorf("cost flags: %v %+v %q %d", err, c.params, c.natsMon, c.natsPID)
+	}
+	if _, err := parseBench([]string{"--nats-url", "nats://127.0.0.1:4222", "roundtrip"}, lookup(nil)); err != nil {
+		t.Errorf("--nats-url without cost needs no monitor: %v", err)
 	}
 	_, stderr, err := runCmd(t, "bench", "nope")
 	if err == nil || !strings.Contains(stderr, "Usage:") {

@@ -269,6 +269,11 @@ func (s *Server) NatsURL() string { return s.nc.ConnectedUrlRedacted() }
 // Service is the admission service, for in-process callers (Go API).
 func (s *Server) Service() *admission.Service { return s.svc }
 
+// Embedded is the embedded nats-server, or nil when jetgate runs on
+// --nats-url. `jetgate bench` reads its monitoring counters (Varz, Jsz)
+// in-process through it.
+func (s *Server) Embedded() *embedded.Server { return s.ns }
+
 // Shutdown stops gracefully: stop accepting HTTP, finish in-flight
 // requests, stop the admission service, flush and close the NATS
 // connection, then stop the embedded server. Safe to call twice.
