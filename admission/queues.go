@@ -40,37 +40,10 @@ func (c *queueCache) start(ctx, runCtx context.Context, wg *sync.WaitGroup) erro
 	if err != nil {
 		return err
 	}
-	ready := make(chan struct{})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		defer func() { _ = w.Stop() }()
-		initial := true
-		for {
-			select {
-			case <-runCtx.Done():
-				return
-			case e, ok := <-w.Updates():
-				if !ok {
-					return
-				}
-				if e == nil {
-					if initial {
-						initial = false
-						close(ready)
-					}
-					continue
-				}
-				c.apply(e)
-			}
-		}
-	}()
-	select {
-	case <-ready:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("load queues: %w", ctx.Err())
+	if err := jobstore.FollowKV(ctx, runCtx, wg, w, c.apply); err != nil {
+		return fmt.Errorf("load queues: %w", err)
 	}
+	return nil
 }
 
 func (c *queueCache) apply(e jetstream.KeyValueEntry) {

@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetgate/jetgate/admission/ojs"
+	"github.com/jetgate/jetgate/jetstream/jobstore"
 	"github.com/jetgate/jetgate/jetstream/topology"
 )
 
@@ -132,15 +133,9 @@ func (r *Registry) Start(ctx context.Context) error {
 			err = fmt.Errorf("watch %s: %w", topology.WorkersBucket, err)
 			return
 		}
-		loaded := make(chan struct{})
-		r.wg.Add(2)
-		go r.follow(runCtx, w, loaded)
+		r.wg.Add(1)
 		go r.writer(runCtx)
-		select {
-		case <-loaded:
-		case <-ctx.Done():
-			err = ctx.Err()
-		}
+		err = jobstore.FollowKV(ctx, runCtx, &r.wg, w, r.apply)
 	})
 	return err
 }
@@ -169,29 +164,6 @@ func (r *Registry) Stop() {
 		}
 		r.wg.Wait()
 	})
-}
-
-func (r *Registry) follow(ctx context.Context, w jetstream.KeyWatcher, loaded chan struct{}) {
-	defer r.wg.Done()
-	defer func() { _ = w.Stop() }()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case e, ok := <-w.Updates():
-			if !ok {
-				return
-			}
-			if e == nil {
-				if loaded != nil {
-					close(loaded)
-					loaded = nil
-				}
-				continue
-			}
-			r.apply(e)
-		}
-	}
 }
 
 func (r *Registry) apply(e jetstream.KeyValueEntry) {
