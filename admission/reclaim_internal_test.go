@@ -25,18 +25,7 @@ import (
 // is freed once the job reads as left, and looked at again until then.
 func TestReclaimFreesEndedSlotsAndFencesLostClaims_RL001(t *testing.T) {
 	t.Parallel()
-	s := natstest.RunServer(t)
-	nc, js := natstest.Connect(t, s)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	assets, err := topology.Ensure(ctx, js, topology.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, err := New(nc, js, assets, Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, svc := newInternalService(t, 30*time.Second)
 	if err := svc.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -151,4 +140,23 @@ func TestReclaimFreesEndedSlotsAndFencesLostClaims_RL001(t *testing.T) {
 	if n := held(); n != 0 {
 		t.Fatalf("the slot of an attempt that left active is still held (%d slots)", n)
 	}
+}
+
+// newInternalService returns a Service, not started, on its own embedded
+// server with jetgate's streams and buckets, and a context of timeout.
+func newInternalService(t *testing.T, timeout time.Duration) (context.Context, *Service) {
+	t.Helper()
+	s := natstest.RunServer(t)
+	nc, js := natstest.Connect(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	t.Cleanup(cancel)
+	assets, err := topology.Ensure(ctx, js, topology.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := New(nc, js, assets, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ctx, svc
 }

@@ -1,14 +1,11 @@
 package admission
 
 import (
-	"context"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/jetgate/jetgate/admission/ojs"
-	"github.com/jetgate/jetgate/jetstream/natstest"
-	"github.com/jetgate/jetgate/jetstream/topology"
 )
 
 // A reader adds this process's unflushed deltas to what the counter and
@@ -19,18 +16,7 @@ import (
 // flushes race it must see each delta exactly once.
 func TestStatsReadCountsEachDeltaOnceWhileFlushing(t *testing.T) {
 	t.Parallel()
-	s := natstest.RunServer(t)
-	nc, js := natstest.Connect(t, s)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	assets, err := topology.Ensure(ctx, js, topology.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, err := New(nc, js, assets, Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, svc := newInternalService(t, 60*time.Second)
 	// Not started: no periodic flush; the test flushes by hand.
 	const rounds, per = 8, 5
 	var wg sync.WaitGroup
