@@ -85,7 +85,7 @@ func newManifest(cfg Config) manifest {
 
 // defaultCapabilities declares what httpbind serves itself (batch, dead
 // letter, pause/resume; no cron, workflows or schemas), what ojs.ParseJob
-// accepts and enforces (delayed jobs, expires_at; unique is only stored), and the extension-backed
+// accepts and enforces (delayed jobs, expires_at), unique jobs (admission/unique), and the extension-backed
 // flags when their URI is listed. Config.Capabilities overrides any of them.
 func defaultCapabilities(ext []string) map[string]bool {
 	return map[string]bool{
@@ -94,7 +94,7 @@ func defaultCapabilities(ext []string) map[string]bool {
 		"pause_resume":      true,
 		"delayed_jobs":      true,
 		"job_ttl":           true,
-		"unique_jobs":       false, // unique is stored, not enforced yet
+		"unique_jobs":       true,
 		"priority_queues":   slices.Contains(ext, ExtPriority),
 		"rate_limiting":     slices.Contains(ext, extRateLimiting),
 		"backpressure":      slices.Contains(ext, ExtBackpressure),
