@@ -23,17 +23,21 @@ const (
 // flat list of URI strings the official clients decode (the legacy form
 // conformance 4.2.1 allows).
 type manifest struct {
-	OJSVersion       string            `json:"ojs_version"`
-	SpecVersion      string            `json:"specversion"`
-	Implementation   implementation    `json:"implementation"`
-	ConformanceLevel int               `json:"conformance_level"`
-	ConformanceTier  string            `json:"conformance_tier"`
-	Protocols        []string          `json:"protocols"`
-	Backend          string            `json:"backend"`
-	Capabilities     map[string]bool   `json:"capabilities"`
-	Extensions       []string          `json:"extensions"`
-	Endpoints        map[string]string `json:"endpoints"`
-	Defaults         manifestDefaults  `json:"defaults"`
+	OJSVersion       string          `json:"ojs_version"`
+	SpecVersion      string          `json:"specversion"`
+	Implementation   implementation  `json:"implementation"`
+	ConformanceLevel int             `json:"conformance_level"`
+	ConformanceTier  string          `json:"conformance_tier"`
+	Protocols        []string        `json:"protocols"`
+	Backend          string          `json:"backend"`
+	Capabilities     map[string]bool `json:"capabilities"`
+	// UniqueJobStrength is "strong" when unique jobs are enforced
+	// (ojs-conformance.md manifest, ojs-unique-jobs.md 8.3): one KV create
+	// per key decides (admission/unique).
+	UniqueJobStrength string            `json:"unique_job_strength,omitempty"`
+	Extensions        []string          `json:"extensions"`
+	Endpoints         map[string]string `json:"endpoints"`
+	Defaults          manifestDefaults  `json:"defaults"`
 }
 
 type implementation struct {
@@ -57,9 +61,14 @@ const backendName = "nats-jetstream"
 func newManifest(cfg Config) manifest {
 	caps := defaultCapabilities(cfg.Extensions)
 	maps.Copy(caps, cfg.Capabilities)
+	strength := ""
+	if caps["unique_jobs"] {
+		strength = "strong"
+	}
 	return manifest{
-		OJSVersion:  ProtocolVersion,
-		SpecVersion: ojs.SpecVersion,
+		UniqueJobStrength: strength,
+		OJSVersion:        ProtocolVersion,
+		SpecVersion:       ojs.SpecVersion,
 		Implementation: implementation{
 			Name: cfg.ImplementationName, Version: cfg.ServerVersion, Language: "go", Backend: backendName,
 		},

@@ -71,8 +71,9 @@ func TestHTTPUniqueJobs_L4_UNIQ_001(t *testing.T) {
 	if len(jobs) != 2 || obj(jobs[1])["id"] != repl["id"] || obj(jobs[0])["id"] == repl["id"] {
 		t.Fatalf("batch with ignore: %v", b)
 	}
-	if m := c.must(200, "GET", "/ojs/manifest", nil); obj(m["capabilities"])["unique_jobs"] != true {
-		t.Fatalf("manifest capabilities %v, want unique_jobs true", m["capabilities"])
+	// L4-UNIQ-003 / 8.3: the manifest declares the strength.
+	if m := c.must(200, "GET", "/ojs/manifest", nil); obj(m["capabilities"])["unique_jobs"] != true || m["unique_job_strength"] != "strong" {
+		t.Fatalf("manifest %v, want unique_jobs true and unique_job_strength strong", m)
 	}
 }
 
