@@ -232,6 +232,24 @@ func TestPeriodExpiry_UNIQ7(t *testing.T) {
 	}
 }
 
+// A key with a period carries it as per-message TTL: JetStream removes
+// the entry without any enqueue or sweep (ojs-unique-jobs.md 7.1).
+func TestPeriodEntryExpires_UNIQ7_1(t *testing.T) {
+	t.Parallel()
+	n := startNodes(t, 1, unique.Config{})[0]
+	mustEnqueue(t, n, `{"type":"ttl","args":[],"options":{"unique":{"key":"t","period_ms":1000}}}`)
+	if c := keyCount(t, n); c != 1 {
+		t.Fatalf("%d key entries, want 1", c)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for keyCount(t, n) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("key entry still there long after its period")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // ojs-unique-jobs.md 6.1, 7.1, 9.3: the uniqueness ends when the holder
 // leaves the counted states (cancelled, completed, discarded), and its
 // key entry is released.
