@@ -16,6 +16,17 @@ func (s *Service) Enqueue(ctx context.Context, job *ojs.Job) (_ *ojs.Job, err er
 		return nil, err
 	}
 	j := s.initial(job)
+	if len(s.cfg.Hooks) > 0 {
+		existing, admitted, aerr := s.admit(ctx, []*ojs.Job{j})
+		if aerr != nil {
+			return nil, aerr
+		}
+		if existing != nil && existing[0] != nil {
+			admitted(nil)
+			return nil, &ojs.DeduplicatedError{Job: existing[0]}
+		}
+		defer func() { admitted(err) }()
+	}
 	done := s.beginCreate(j.ID)
 	defer done()
 	undo, err := s.reserveDepth(ctx, []*ojs.Job{j}, func() error { return s.publishInitial(ctx, j) })
@@ -134,19 +145,42 @@ func (s *Service) EnqueueBatch(ctx context.Context, jobs []*ojs.Job) (_ []*ojs.J
 		seen[j.ID] = i
 		out[i] = j
 	}
-	for _, j := range out {
+	create := out
+	if len(s.cfg.Hooks) > 0 {
+		existing, admitted, aerr := s.admit(ctx, out)
+		if aerr != nil {
+			return nil, aerr
+		}
+		defer func() { admitted(err) }()
+		if existing != nil {
+			// Jobs answered by an existing job take its place in the
+			// answer and are not created.
+			create = make([]*ojs.Job, 0, len(out))
+			for i, j := range out {
+				if existing[i] != nil {
+					out[i] = existing[i]
+					continue
+				}
+				create = append(create, j)
+			}
+			if len(create) == 0 {
+				return out, nil
+			}
+		}
+	}
+	for _, j := range create {
 		done := s.beginCreate(j.ID)
 		defer done()
 	}
-	undo, err := s.reserveDepth(ctx, out, func() error { return s.publishInitialBatch(ctx, out) })
+	undo, err := s.reserveDepth(ctx, create, func() error { return s.publishInitialBatch(ctx, create) })
 	if err != nil {
 		return nil, err
 	}
 	defer func() { undoDepth(undo, err) }()
-	if err := s.store.CreateBatch(ctx, out); err != nil {
+	if err := s.store.CreateBatch(ctx, create); err != nil {
 		return nil, err
 	}
-	for _, j := range out {
+	for _, j := range create {
 		s.enqueued(ctx, j)
 	}
 	return out, nil

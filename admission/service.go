@@ -77,6 +77,10 @@ type Config struct {
 	// Workers, when set, is told of every fetch and heartbeat (see
 	// WorkerHook).
 	Workers WorkerHook
+
+	// Hooks meet the job life cycle: enqueue and state changes (see
+	// Lifecycle; admission/unique is one).
+	Hooks []Lifecycle
 }
 
 func (c Config) withDefaults() Config {
@@ -312,6 +316,7 @@ func (s *Service) transition(ctx context.Context, id string, apply applyFunc) (n
 		s.records.put(nj, nrev)
 		s.log.Debug("record written", "job", id, "state", nj.State, "attempt", nj.Attempt, "token", nj.Internal.Token,
 			"held", nj.Internal.HeldToken != "", "rev", nrev, "from_rev", rev, "from_state", old.State)
+		s.changed(ctx, nj, old.State)
 		return nj, old, nil
 	}
 	return nil, nil, fmt.Errorf("%w: job %s kept changing under %d attempts", ojs.ErrConflict, id, maxCASRetries)

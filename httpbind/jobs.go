@@ -2,6 +2,7 @@ package httpbind
 
 import (
 	"encoding/json"
+	"errors"
 	"maps"
 	"net/http"
 	"net/url"
@@ -35,6 +36,16 @@ func (s *server) enqueue(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	job, err = s.b.Enqueue(ctx, job)
+	if dd, ok := errors.AsType[*ojs.DeduplicatedError](err); ok {
+		// A unique job's duplicate answered with the existing job
+		// (ojs-unique-jobs.md 5.4: 200, not 201).
+		writePressure(w, pressure)
+		s.writeJSON(w, r, http.StatusOK, struct {
+			Job          *ojs.Job `json:"job"`
+			Deduplicated bool     `json:"deduplicated"`
+		}{dd.Job.Public(), true})
+		return
+	}
 	if err != nil {
 		s.writeError(w, r, inEnvelope(err))
 		return

@@ -23,17 +23,21 @@ const (
 // flat list of URI strings the official clients decode (the legacy form
 // conformance 4.2.1 allows).
 type manifest struct {
-	OJSVersion       string            `json:"ojs_version"`
-	SpecVersion      string            `json:"specversion"`
-	Implementation   implementation    `json:"implementation"`
-	ConformanceLevel int               `json:"conformance_level"`
-	ConformanceTier  string            `json:"conformance_tier"`
-	Protocols        []string          `json:"protocols"`
-	Backend          string            `json:"backend"`
-	Capabilities     map[string]bool   `json:"capabilities"`
-	Extensions       []string          `json:"extensions"`
-	Endpoints        map[string]string `json:"endpoints"`
-	Defaults         manifestDefaults  `json:"defaults"`
+	OJSVersion       string          `json:"ojs_version"`
+	SpecVersion      string          `json:"specversion"`
+	Implementation   implementation  `json:"implementation"`
+	ConformanceLevel int             `json:"conformance_level"`
+	ConformanceTier  string          `json:"conformance_tier"`
+	Protocols        []string        `json:"protocols"`
+	Backend          string          `json:"backend"`
+	Capabilities     map[string]bool `json:"capabilities"`
+	// UniqueJobStrength is "strong" when unique jobs are enforced
+	// (ojs-conformance.md manifest, ojs-unique-jobs.md 8.3): one KV create
+	// per key decides (admission/unique).
+	UniqueJobStrength string            `json:"unique_job_strength,omitempty"`
+	Extensions        []string          `json:"extensions"`
+	Endpoints         map[string]string `json:"endpoints"`
+	Defaults          manifestDefaults  `json:"defaults"`
 }
 
 type implementation struct {
@@ -57,9 +61,14 @@ const backendName = "nats-jetstream"
 func newManifest(cfg Config) manifest {
 	caps := defaultCapabilities(cfg.Extensions)
 	maps.Copy(caps, cfg.Capabilities)
+	strength := ""
+	if caps["unique_jobs"] {
+		strength = "strong"
+	}
 	return manifest{
-		OJSVersion:  ProtocolVersion,
-		SpecVersion: ojs.SpecVersion,
+		UniqueJobStrength: strength,
+		OJSVersion:        ProtocolVersion,
+		SpecVersion:       ojs.SpecVersion,
 		Implementation: implementation{
 			Name: cfg.ImplementationName, Version: cfg.ServerVersion, Language: "go", Backend: backendName,
 		},
@@ -85,7 +94,7 @@ func newManifest(cfg Config) manifest {
 
 // defaultCapabilities declares what httpbind serves itself (batch, dead
 // letter, pause/resume; no cron, workflows or schemas), what ojs.ParseJob
-// accepts and enforces (delayed jobs, expires_at; unique is only stored), and the extension-backed
+// accepts and enforces (delayed jobs, expires_at), unique jobs (admission/unique), and the extension-backed
 // flags when their URI is listed. Config.Capabilities overrides any of them.
 func defaultCapabilities(ext []string) map[string]bool {
 	return map[string]bool{
@@ -94,7 +103,7 @@ func defaultCapabilities(ext []string) map[string]bool {
 		"pause_resume":      true,
 		"delayed_jobs":      true,
 		"job_ttl":           true,
-		"unique_jobs":       false, // unique is stored, not enforced yet
+		"unique_jobs":       true,
 		"priority_queues":   slices.Contains(ext, ExtPriority),
 		"rate_limiting":     slices.Contains(ext, extRateLimiting),
 		"backpressure":      slices.Contains(ext, ExtBackpressure),

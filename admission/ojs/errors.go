@@ -113,6 +113,18 @@ func (e *DuplicateError) Error() string {
 // Unwrap makes errors.Is(err, ErrDuplicate) true.
 func (e *DuplicateError) Unwrap() error { return ErrDuplicate }
 
+// DeduplicatedError answers an enqueue with an existing job instead of a
+// new one (a unique job with on_conflict ignore, ojs-unique-jobs.md 5.4):
+// nothing was created and Job is the existing job. It is not a failure:
+// the HTTP binding answers 200 with Job.
+type DeduplicatedError struct {
+	Job *Job
+}
+
+func (e *DeduplicatedError) Error() string {
+	return fmt.Sprintf("deduplicated: job %s already exists", e.Job.ID)
+}
+
 // QueuePausedError is an enqueue to a paused queue: 422 queue_paused in
 // the binding's vocabulary. jetgate's admission does not return it (a
 // paused queue accepts enqueues, spec/README.md decision 7); httpbind maps

@@ -47,6 +47,8 @@ type Assets struct {
 
 	// Workers is the worker registry (WorkersBucket).
 	Workers jetstream.KeyValue
+	// Unique holds unique job keys (UniqueBucket).
+	Unique jetstream.KeyValue
 }
 
 // Ensure creates or updates every bucket and stream jetgate needs. It is
@@ -64,6 +66,10 @@ func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Assets, e
 			// Finished job records carry a per-message TTL (retention);
 			// the marker left when one expires is kept this long.
 			markers = time.Hour
+		}
+		if name == UniqueBucket {
+			// Unique keys with a period expire with it (per-message TTL).
+			markers = time.Minute
 		}
 		var ttl time.Duration
 		if name == WorkersBucket {
@@ -90,6 +96,7 @@ func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Assets, e
 	kv(LimitsBucket, "jetgate rate limit state, key = escaped limit key", &a.Limits)
 	kv(GroupsBucket, "jetgate worker group defaults, key = escaped group name", &a.Groups)
 	kv(WorkersBucket, "jetgate worker registry, key = escaped worker id", &a.Workers)
+	kv(UniqueBucket, "jetgate unique job keys, key = escaped uniqueness key", &a.Unique)
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +110,7 @@ func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Assets, e
 		for _, b := range []struct {
 			name string
 			dst  *jetstream.KeyValue
-		}{{JobsBucket, &a.Jobs}, {QueuesBucket, &a.Queues}, {DeadBucket, &a.Dead}, {LimitsBucket, &a.Limits}, {GroupsBucket, &a.Groups}, {WorkersBucket, &a.Workers}} {
+		}{{JobsBucket, &a.Jobs}, {QueuesBucket, &a.Queues}, {DeadBucket, &a.Dead}, {LimitsBucket, &a.Limits}, {GroupsBucket, &a.Groups}, {WorkersBucket, &a.Workers}, {UniqueBucket, &a.Unique}} {
 			if *b.dst, err = leaderReads(ctx, js, b.name); err != nil {
 				return nil, err
 			}

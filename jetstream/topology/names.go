@@ -28,6 +28,10 @@ const (
 	// fetch or heartbeat, key = Token(worker id). Entries expire
 	// WorkersTTL after their last write, so dead workers vanish.
 	WorkersBucket = "OJS_WORKERS"
+	// UniqueBucket holds the claimed unique job keys (admission/unique):
+	// key = Token(uniqueness key), value names the job holding it. An
+	// entry with a period carries it as per-message TTL.
+	UniqueBucket = "OJS_UNIQUE"
 
 	// ReadyStream holds one message per job that is ready to run.
 	ReadyStream = "OJS_READY"

@@ -6,8 +6,8 @@ package topology
 // (a bounded queue's depth stream, the overdraft and blocked streams) and
 // the event stream (owned by jetstream/events) are not listed.
 func Required() []string {
-	out := make([]string, 0, 11)
-	for _, b := range []string{JobsBucket, QueuesBucket, DeadBucket, LimitsBucket, GroupsBucket, WorkersBucket} {
+	out := make([]string, 0, 12)
+	for _, b := range []string{JobsBucket, QueuesBucket, DeadBucket, LimitsBucket, GroupsBucket, WorkersBucket, UniqueBucket} {
 		out = append(out, KVStream(b))
 	}
 	return append(out, ReadyStream, WaitStream, TimerStream, CountStream, StatStream)

@@ -136,6 +136,7 @@ func (s *Server) start(ctx context.Context) error {
 		Events:                  s.events,
 		Metrics:                 s.metrics,
 		Version:                 Version,
+		Hooks:                   s.hooks(assets),
 	})
 	if err != nil {
 		return err
