@@ -68,6 +68,11 @@ func (s *Scheduler) fire(ctx context.Context, name, gen string, tick time.Time) 
 			}
 			return fmt.Errorf("advance cron job %s: %w", name, jobstore.Unavailable(err))
 		}
+		if s.afterAdvance != nil {
+			if err := s.afterAdvance(); err != nil {
+				return err // a test stopping the handler here
+			}
+		}
 		return s.schedule(ctx, &nr)
 	}
 	return errBusy

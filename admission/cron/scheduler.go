@@ -87,6 +87,11 @@ type Scheduler struct {
 	cancel  context.CancelFunc
 	base    context.Context
 	wg      sync.WaitGroup
+
+	// afterAdvance, set by tests only, runs between the definition's
+	// compare-and-swap and the next tick's schedule; an error ends the
+	// handling there, as a process stopping at that point would.
+	afterAdvance func() error
 }
 
 // New returns a Scheduler over the cron bucket and stream of assets.

@@ -453,3 +453,29 @@ func TestRegisterValidation(t *testing.T) {
 		t.Fatalf("next_run_at %s is not 09:00 in New York", w)
 	}
 }
+
+// Crash point "after the definition advanced, before the next tick is
+// scheduled": the fired tick is handled again, sees the tick done, writes
+// the missing schedule, and the cron job goes on, each tick once.
+func TestTickRetriedAfterAdvanceSchedulesNext(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 60)
+	p := e.start(0, nil)
+	var once sync.Once
+	cron.SetAfterAdvance(p.sched, func() error {
+		var fail bool
+		once.Do(func() { fail = true })
+		if fail {
+			return fmt.Errorf("%w: stopped after advancing", ojs.ErrUnavailable)
+		}
+		return nil
+	})
+	register(t, p, everyMinute("advanced", "cronadv"))
+	ids := e.waitJobs(3, 60*time.Second)
+	e.assertOnce(ids)
+	fired := false
+	once.Do(func() { fired = true })
+	if fired {
+		t.Fatal("the simulated stop never happened")
+	}
+}
