@@ -22,6 +22,10 @@ func TestHTTPCron(t *testing.T) {
 		t.Fatalf("manifest capabilities.cron_jobs = %v", caps["cron_jobs"])
 	}
 
+	if empty := c.must(200, "GET", "/ojs/v1/cron", nil); len(list(empty["cron_jobs"])) != 0 || empty["cron_jobs"] == nil {
+		t.Fatalf("empty list: %v", empty)
+	}
+
 	daily := map[string]any{"name": "daily-report", "cron": "0 9 * * *", "timezone": "America/New_York",
 		"type": "report.generate", "args": []any{"daily_summary"}, "meta": map[string]any{"owner": "analytics-team"},
 		"options": map[string]any{"queue": "reports", "timeout_ms": 300000}}
