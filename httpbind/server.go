@@ -73,8 +73,8 @@ type route struct {
 }
 
 // routes is the route table of the core binding (ojs-http-binding.md 2.1,
-// 2.2, Appendix A) as far as Backend supports it: cron, workflows and
-// schemas are not served and answer 404.
+// 2.2, Appendix A) as far as Backend supports it: cron only for a
+// CronBackend; workflows and schemas are not served and answer 404.
 func (s *server) routes() []route {
 	body, batch := s.cfg.MaxBodyBytes, s.cfg.MaxBatchBodyBytes
 	rs := []route{
@@ -112,6 +112,7 @@ func (s *server) routes() []route {
 	rs = append(rs, s.adminRoutes()...)
 	rs = append(rs, s.workerRoutes()...)
 	rs = append(rs, s.poolRoutes()...)
+	rs = append(rs, s.cronRoutes()...)
 	if s.cfg.MetricsHandler != nil {
 		rs = append(rs, route{http.MethodGet, "/metrics", s.cfg.MetricsHandler.ServeHTTP, body})
 	}

@@ -107,7 +107,7 @@ func defaultCapabilities(ext []string) map[string]bool {
 		"priority_queues":   slices.Contains(ext, ExtPriority),
 		"rate_limiting":     slices.Contains(ext, extRateLimiting),
 		"backpressure":      slices.Contains(ext, ExtBackpressure),
-		"cron_jobs":         false,
+		"cron_jobs":         false, // true when Backend is a CronBackend (cron.go)
 		"workflows":         false,
 		"schema_validation": false,
 	}

@@ -49,6 +49,10 @@ type Assets struct {
 	Workers jetstream.KeyValue
 	// Unique holds unique job keys (UniqueBucket).
 	Unique jetstream.KeyValue
+	// Cron holds the cron job definitions (CronBucket) and CronTicks
+	// their tick schedules (CronStream), both owned by admission/cron.
+	Cron      jetstream.KeyValue
+	CronTicks jetstream.Stream
 }
 
 // Ensure creates or updates every bucket and stream jetgate needs. It is
@@ -97,6 +101,7 @@ func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Assets, e
 	kv(GroupsBucket, "jetgate worker group defaults, key = escaped group name", &a.Groups)
 	kv(WorkersBucket, "jetgate worker registry, key = escaped worker id", &a.Workers)
 	kv(UniqueBucket, "jetgate unique job keys, key = escaped uniqueness key", &a.Unique)
+	kv(CronBucket, "jetgate cron job definitions, key = escaped cron name", &a.Cron)
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +115,7 @@ func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Assets, e
 		for _, b := range []struct {
 			name string
 			dst  *jetstream.KeyValue
-		}{{JobsBucket, &a.Jobs}, {QueuesBucket, &a.Queues}, {DeadBucket, &a.Dead}, {LimitsBucket, &a.Limits}, {GroupsBucket, &a.Groups}, {WorkersBucket, &a.Workers}, {UniqueBucket, &a.Unique}} {
+		}{{JobsBucket, &a.Jobs}, {QueuesBucket, &a.Queues}, {DeadBucket, &a.Dead}, {LimitsBucket, &a.Limits}, {GroupsBucket, &a.Groups}, {WorkersBucket, &a.Workers}, {UniqueBucket, &a.Unique}, {CronBucket, &a.Cron}} {
 			if *b.dst, err = leaderReads(ctx, js, b.name); err != nil {
 				return nil, err
 			}
@@ -176,6 +181,20 @@ func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Assets, e
 	})
 	if err != nil {
 		return nil, fmt.Errorf("ensure stream %s: %w", TimerStream, err)
+	}
+	a.CronTicks, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:        CronStream,
+		Description: "jetgate cron ticks: one message schedule per cron job (ojs.cron.tick.<name>.<gen>) firing to ojs.cron.fired",
+		Subjects:    []string{CronSubjects},
+		// WorkQueue: a fired tick is gone once handled; the schedules are
+		// never consumed (the cron consumer filters ojs.cron.fired).
+		Retention:         jetstream.WorkQueuePolicy,
+		Storage:           cfg.Storage,
+		Replicas:          cfg.Replicas,
+		AllowMsgSchedules: true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ensure stream %s: %w", CronStream, err)
 	}
 	a.Counts, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name:              CountStream,

@@ -32,6 +32,9 @@ const (
 	// key = Token(uniqueness key), value names the job holding it. An
 	// entry with a period carries it as per-message TTL.
 	UniqueBucket = "OJS_UNIQUE"
+	// CronBucket holds the cron job definitions (admission/cron), key =
+	// Token(cron name); each tick advances its entry by compare-and-swap.
+	CronBucket = "OJS_CRON"
 
 	// ReadyStream holds one message per job that is ready to run.
 	ReadyStream = "OJS_READY"
@@ -70,6 +73,20 @@ const (
 	TimerCancelSubject = "ojs.cancelled"
 	// TimerConsumer is the durable pull consumer of fired timers.
 	TimerConsumer = "timers"
+
+	// CronStream holds the message schedule of each cron job's next tick
+	// and the messages those schedules fire (admission/cron).
+	CronStream = "OJS_CRON_TICKS"
+	// CronSubjects is the cron stream's subject space.
+	CronSubjects = "ojs.cron.>"
+	// CronTickPattern is ojs.cron.tick.<cron name>.<generation>: the
+	// schedule subject of one registration of a cron job.
+	CronTickPattern = "ojs.cron.tick.%s.%s"
+	// CronFiredSubject is where every cron tick schedule fires to.
+	CronFiredSubject = "ojs.cron.fired"
+	// CronConsumer is the durable pull consumer of fired cron ticks,
+	// shared by every jetgate process.
+	CronConsumer = "cron"
 
 	// CountStream holds per-queue, per-state job counters (counter CRDTs,
 	// ADR-49): ojs.count.<queue>.<state>, plus duration and wait sums.
@@ -230,3 +247,6 @@ func BlockedSubject(queue string) string { return fmt.Sprintf(BlockedSubjectPatt
 
 // FreedSubject returns the freed-notice subject of a queue.
 func FreedSubject(queue string) string { return fmt.Sprintf(FreedSubjectPattern, Token(queue)) }
+
+// CronTick returns the schedule subject of a cron job's registration.
+func CronTick(name, gen string) string { return fmt.Sprintf(CronTickPattern, Token(name), Token(gen)) }

@@ -6,11 +6,11 @@ package topology
 // (a bounded queue's depth stream, the overdraft and blocked streams) and
 // the event stream (owned by jetstream/events) are not listed.
 func Required() []string {
-	out := make([]string, 0, 12)
-	for _, b := range []string{JobsBucket, QueuesBucket, DeadBucket, LimitsBucket, GroupsBucket, WorkersBucket, UniqueBucket} {
+	out := make([]string, 0, 14)
+	for _, b := range []string{JobsBucket, QueuesBucket, DeadBucket, LimitsBucket, GroupsBucket, WorkersBucket, UniqueBucket, CronBucket} {
 		out = append(out, KVStream(b))
 	}
-	return append(out, ReadyStream, WaitStream, TimerStream, CountStream, StatStream)
+	return append(out, ReadyStream, WaitStream, TimerStream, CronStream, CountStream, StatStream)
 }
 
 // KVStream returns the name of the stream that backs a KV bucket.

@@ -20,6 +20,7 @@ import (
 
 	"github.com/jetgate/jetgate/admission"
 	"github.com/jetgate/jetgate/admission/admin"
+	"github.com/jetgate/jetgate/admission/cron"
 	"github.com/jetgate/jetgate/admission/metrics"
 	"github.com/jetgate/jetgate/admission/pools"
 	"github.com/jetgate/jetgate/admission/workers"
@@ -53,6 +54,7 @@ type Server struct {
 	svc     *admission.Service
 	workers *workers.Registry
 	pools   *pools.Pools
+	cron    *cron.Scheduler
 	events  *events.Publisher
 	metrics *metrics.Metrics
 	httpSrv *http.Server
@@ -147,6 +149,9 @@ func (s *Server) start(ctx context.Context) error {
 	if s.pools, err = pools.New(s.svc, s.workers); err != nil {
 		return err
 	}
+	if err := s.startCron(ctx, assets); err != nil {
+		return err
+	}
 	s.metrics.SetStateDepthFunc(s.svc.StateDepths)
 	s.metrics.SetPriorityDepthFunc(s.svc.PriorityDepths)
 	s.metrics.SetHeartbeatAgeFunc(s.svc.HeartbeatAges)
@@ -175,12 +180,23 @@ func (s *Server) startWorkers(ctx context.Context, assets *topology.Assets) erro
 	return s.workers.Start(ctx)
 }
 
+// startCron starts the cron scheduler (admission/cron), which enqueues
+// through the admission service.
+func (s *Server) startCron(ctx context.Context, assets *topology.Assets) error {
+	var err error
+	s.cron, err = cron.New(s.svc, s.js, assets, cron.Config{Logger: s.log.With("component", "cron")})
+	if err != nil {
+		return err
+	}
+	return s.cron.Start(ctx)
+}
+
 func (s *Server) serveHTTP() error {
 	adm, err := admin.New(s.svc, s.svc.Store(), admin.Config{DeadRetention: s.cfg.DeadRetention})
 	if err != nil {
 		return err
 	}
-	h, err := httpbind.New(backend{s.svc, adm, s.workers, s.pools}, httpbind.Config{
+	h, err := httpbind.New(backend{s.svc, adm, s.workers, s.pools, s.cron}, httpbind.Config{
 		MaxBodyBytes:            s.cfg.MaxBodyBytes,
 		MaxFetchCount:           s.cfg.MaxFetchCount,
 		Logger:                  s.log.With("component", "http"),
@@ -286,6 +302,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 				err = fmt.Errorf("http shutdown: %w", e)
 			}
 		}
+		if s.cron != nil {
+			s.cron.Stop()
+		}
 		if s.svc != nil {
 			s.svc.Stop()
 		}
@@ -317,6 +336,9 @@ func (s *Server) Kill() { s.stopOnce.Do(s.kill) }
 func (s *Server) kill() {
 	if s.ln != nil {
 		_ = s.httpSrv.Close()
+	}
+	if s.cron != nil {
+		s.cron.Stop()
 	}
 	if s.svc != nil {
 		s.svc.Stop()

@@ -1,0 +1,204 @@
+package cron
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
+
+	"github.com/jetgate/jetgate/admission/ojs"
+	"github.com/jetgate/jetgate/jetstream/jobstore"
+	"github.com/jetgate/jetgate/jetstream/topology"
+)
+
+// nameRule is the rule a cron job name follows: it is a path segment of
+// /ojs/v1/cron/{name} and a KV key.
+const nameRule = "a name of 1 to 255 characters from [A-Za-z0-9._:-], starting with a letter or digit"
+
+func validName(n string) bool {
+	if n == "" || len(n) > 255 {
+		return false
+	}
+	for i := 0; i < len(n); i++ {
+		c := n[i]
+		alnum := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+		if !alnum && (i == 0 || !strings.ContainsRune("._:-", rune(c))) {
+			return false
+		}
+	}
+	return true
+}
+
+// validate checks a definition and fills its defaults (timezone UTC,
+// overlap policy skip). Errors are *ojs.ValidationError naming the field.
+func validate(cj *ojs.CronJob, now time.Time) (*Schedule, time.Time, error) {
+	if !validName(cj.Name) {
+		return nil, time.Time{}, &ojs.ValidationError{Field: "name", Rule: nameRule, Received: quote(cj.Name)}
+	}
+	if strings.TrimSpace(cj.Cron) == "" {
+		return nil, time.Time{}, &ojs.ValidationError{Field: "cron", Rule: "a 5-field cron expression or a shorthand such as @daily (required)"}
+	}
+	sched, err := Parse(cj.Cron)
+	if err != nil {
+		return nil, time.Time{}, &ojs.ValidationError{Field: "cron", Rule: "a 5-field cron expression or a shorthand such as @daily",
+			Received: quote(cj.Cron), Message: fmt.Sprintf("field 'cron' is not a valid cron expression: %v", err)}
+	}
+	if cj.Timezone == "" {
+		cj.Timezone = "UTC"
+	}
+	loc, err := time.LoadLocation(cj.Timezone)
+	if err != nil || cj.Timezone == "Local" {
+		return nil, time.Time{}, &ojs.ValidationError{Field: "timezone", Rule: "an IANA time zone name such as America/New_York or UTC", Received: quote(cj.Timezone)}
+	}
+	switch cj.OverlapPolicy {
+	case "", ojs.CronOverlapSkip:
+		cj.OverlapPolicy = ojs.CronOverlapSkip
+	case ojs.CronOverlapAllow, "queue":
+		cj.OverlapPolicy = ojs.CronOverlapAllow
+	default:
+		return nil, time.Time{}, &ojs.ValidationError{Field: "overlap_policy", Rule: "one of skip (the default) or allow", Received: quote(cj.OverlapPolicy)}
+	}
+	r := record{CronJob: *cj}
+	if _, err := r.template(); err != nil {
+		return nil, time.Time{}, err
+	}
+	next := sched.Next(now, loc)
+	if next.IsZero() {
+		return nil, time.Time{}, &ojs.ValidationError{Field: "cron", Rule: "an expression that matches a time within the next 30 years", Received: quote(cj.Cron)}
+	}
+	return sched, next, nil
+}
+
+func quote(s string) string {
+	if len(s) > 64 {
+		s = s[:64] + "..."
+	}
+	return fmt.Sprintf("%q", s)
+}
+
+// CronRegister registers a cron job (13.2). A name that is registered
+// already answers 409: to change a cron job, delete it and register it
+// again. The first tick is the first one after now.
+//
+// The tick's schedule is written before the definition is created: a
+// process that stops between the two leaves a schedule that fires,
+// finds no definition of its generation and is dropped; the other order
+// could leave a definition that never fires.
+func (s *Scheduler) CronRegister(ctx context.Context, cj ojs.CronJob) (*ojs.CronJob, error) {
+	now := s.clock.Now()
+	_, next, err := validate(&cj, now)
+	if err != nil {
+		return nil, err
+	}
+	cj.Status, cj.CreatedAt, cj.NextRunAt = statusActive, ojs.NewTime(now), ojs.NewTime(next)
+	cj.LastRunAt, cj.LastJobID = nil, ""
+	r := &record{CronJob: cj, Gen: nuid.Next()}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.schedule(ctx, r); err != nil {
+		return nil, err
+	}
+	if _, err := s.kv.Create(ctx, topology.Token(cj.Name), b); err != nil {
+		s.unschedule(r)
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			return nil, fmt.Errorf("cron job '%s' already exists: %w", cj.Name, ojs.ErrDuplicate)
+		}
+		return nil, fmt.Errorf("register cron job %s: %w", cj.Name, jobstore.Unavailable(err))
+	}
+	out := r.CronJob
+	return &out, nil
+}
+
+// unschedule removes the schedule of a registration that does not exist
+// (any more). A schedule left behind fires once and is dropped.
+func (s *Scheduler) unschedule(r *record) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.ticks.Purge(ctx, jetstream.WithPurgeSubject(topology.CronTick(r.Name, r.Gen))); err != nil {
+		s.log.Debug("cron schedule not removed; it will fire once and be dropped", "cron", r.Name, "error", err)
+	}
+}
+
+// CronJob returns one cron job (the binding lists GET /ojs/v1/cron/{name}
+// nowhere but in the list; jetgate serves it too).
+func (s *Scheduler) CronJob(ctx context.Context, name string) (*ojs.CronJob, error) {
+	if !validName(name) {
+		return nil, fmt.Errorf("cron job '%s': %w", name, ojs.ErrNotFound)
+	}
+	r, _, err := s.load(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return &r.CronJob, nil
+}
+
+// CronJobs lists the cron jobs by name (13.1), one page.
+func (s *Scheduler) CronJobs(ctx context.Context, page ojs.PageRequest) (*ojs.CronPage, error) {
+	keys, err := s.kv.ListKeys(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list cron jobs: %w", jobstore.Unavailable(err))
+	}
+	var names []string
+	for k := range keys.Keys() {
+		names = append(names, k)
+	}
+	_ = keys.Stop()
+	slices.Sort(names)
+	out := &ojs.CronPage{CronJobs: []ojs.CronJob{}, Pagination: ojs.Pagination{Total: len(names), Limit: page.Limit, Offset: page.Offset}}
+	lo := min(page.Offset, len(names))
+	hi := min(lo+page.Limit, len(names))
+	for _, k := range names[lo:hi] {
+		e, err := s.kv.Get(ctx, k)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			continue // deleted meanwhile
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read cron job: %w", jobstore.Unavailable(err))
+		}
+		var r record
+		if err := json.Unmarshal(e.Value(), &r); err != nil {
+			return nil, fmt.Errorf("decode cron job %s: %w", k, err)
+		}
+		out.CronJobs = append(out.CronJobs, r.CronJob)
+	}
+	out.Pagination.HasMore = hi < len(names)
+	return out, nil
+}
+
+// CronDelete unregisters a cron job (13.3). Jobs its ticks enqueued are
+// not touched; a tick that fires after the delete finds no definition and
+// enqueues nothing.
+func (s *Scheduler) CronDelete(ctx context.Context, name string) error {
+	if !validName(name) {
+		return fmt.Errorf("cron job '%s': %w", name, ojs.ErrNotFound)
+	}
+	for range 5 {
+		r, rev, err := s.load(ctx, name)
+		if err != nil {
+			return err
+		}
+		err = s.kv.Delete(ctx, topology.Token(name), jetstream.LastRevision(rev))
+		if err == nil {
+			s.unschedule(r)
+			return nil
+		}
+		if !casLost(err) {
+			return fmt.Errorf("delete cron job %s: %w", name, jobstore.Unavailable(err))
+		}
+	}
+	return fmt.Errorf("delete cron job %s: %w", name, ojs.ErrConflict)
+}
+
+// casLost reports a compare-and-swap refused because the entry changed
+// (single replicas and replicated buckets report it differently).
+func casLost(err error) bool {
+	return errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch)
+}
