@@ -1,0 +1,558 @@
+package jobstore_test
+
+// Issue 17: a job's first write becomes its only enqueue write (the ready
+// message carries the whole job), so GET of an available job must find it
+// without a record in OJS_JOBS. These benchmarks measure the candidate: a
+// ready subject that ends with the job id, ojs.ready.<queue>.<priority>.<id>,
+// read with a (direct or leader) get of the last message on
+// ojs.ready.*.*.<id>; against a KV Get of a record (today), and what the
+// per-job subjects cost the rest of the ready stream's work (publish,
+// fetch+ack, level lookups, the server's memory). The results and the
+// choice are in doc.go. JETGATE_LOOKUP_N sets the number of stored
+// messages (default 2,000, so that the suite stays a quick test too).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetgate/jetgate/jetstream/jobstore"
+	"github.com/jetgate/jetgate/jetstream/natstest"
+	"github.com/jetgate/jetgate/jetstream/topology"
+)
+
+const (
+	lookupQueues = 10
+	lookupPrios  = 3
+	lookupBody   = 200
+)
+
+// lookupN is the number of ready messages (and KV records) a fixture holds.
+func lookupN(tb testing.TB) int {
+	v := os.Getenv("JETGATE_LOOKUP_N")
+	if v == "" {
+		return 2000
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lookupQueues*lookupPrios {
+		tb.Fatalf("JETGATE_LOOKUP_N=%q: want a number ≥ %d", v, lookupQueues*lookupPrios)
+	}
+	return n
+}
+
+func lookupQueue(i int) string { return "q" + strconv.Itoa(i%lookupQueues) }
+func lookupPrio(i int) int     { return (i / lookupQueues) % lookupPrios }
+
+// levelSubject is today's ready subject of job i; jobSubject the per-job
+// subject of issue 17.
+func levelSubject(i int) string { return topology.ReadySubject(lookupQueue(i), lookupPrio(i)) }
+func jobSubject(i int, id string) string {
+	return levelSubject(i) + "." + topology.Token(id)
+}
+
+// lookupFixture is an embedded server with the ready stream and job bucket
+// of topology.Ensure (file storage, one replica) holding n jobs.
+type lookupFixture struct {
+	ctx    context.Context
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	assets *topology.Assets
+	perJob bool
+	ids    []string
+	// heapPerMsg is the growth of the process's live heap per stored
+	// message while the fixture was filled (server and client share it).
+	heapPerMsg float64
+}
+
+func newLookupFixture(tb testing.TB, n int, perJob, records bool) *lookupFixture {
+	tb.Helper()
+	s := natstest.RunServer(tb)
+	nc, js := natstest.Connect(tb, s)
+	ctx, cancel := context.WithCancel(context.Background())
+	tb.Cleanup(cancel)
+	assets, err := topology.Ensure(ctx, js, topology.Config{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	fx := &lookupFixture{ctx: ctx, nc: nc, js: js, assets: assets, perJob: perJob, ids: make([]string, n)}
+	for i := range fx.ids {
+		fx.ids[i] = uuid.Must(uuid.NewV7()).String()
+	}
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	fx.publish(tb, n, func(i int) (string, []byte) { return fx.subject(i), jobBody(fx.ids[i]) })
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	fx.heapPerMsg = (float64(after.HeapAlloc) - float64(before.HeapAlloc)) / float64(n)
+	if records {
+		fx.publish(tb, n, func(i int) (string, []byte) { return "$KV." + topology.JobsBucket + "." + fx.ids[i], jobBody(fx.ids[i]) })
+	}
+	return fx
+}
+
+func (fx *lookupFixture) subject(i int) string {
+	if fx.perJob {
+		return jobSubject(i, fx.ids[i])
+	}
+	return levelSubject(i)
+}
+
+// jobBody is a 200-byte job.
+func jobBody(id string) []byte {
+	b := fmt.Appendf(nil, `{"id":%q,"type":"bench.noop","state":"available","args":[`, id)
+	for len(b) < lookupBody-3 {
+		b = append(b, '1', ',')
+	}
+	return append(b[:lookupBody-3], `0]}`...)
+}
+
+// publish stores n messages with async publishes, 1,000 in flight at most.
+func (fx *lookupFixture) publish(tb testing.TB, n int, msg func(i int) (string, []byte)) {
+	tb.Helper()
+	const window = 1000
+	for start := 0; start < n; start += window {
+		for i := start; i < min(n, start+window); i++ {
+			subj, body := msg(i)
+			if _, err := fx.js.PublishAsync(subj, body); err != nil {
+				tb.Fatal(err)
+			}
+		}
+		select {
+		case <-fx.js.PublishAsyncComplete():
+		case <-time.After(30 * time.Second):
+			tb.Fatal("async publishes not acknowledged within 30s")
+		}
+	}
+}
+
+// readyView returns a handle of the ready stream with direct gets on or
+// off. Off is how a replicated jetgate runs (topology.Ensure): every get
+// is a JetStream API request answered by the stream leader.
+func (fx *lookupFixture) readyView(tb testing.TB, direct bool) jetstream.Stream {
+	tb.Helper()
+	return setAllowDirect(tb, fx.ctx, fx.js, topology.ReadyStream, direct)
+}
+
+func setAllowDirect(tb testing.TB, ctx context.Context, js jetstream.JetStream, stream string, direct bool) jetstream.Stream {
+	tb.Helper()
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if cfg := s.CachedInfo().Config; cfg.AllowDirect != direct {
+		cfg.AllowDirect = direct
+		if _, err := js.UpdateStream(ctx, cfg); err != nil {
+			tb.Fatal(err)
+		}
+		if s, err = js.Stream(ctx, stream); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return s
+}
+
+// findJob is the lookup of issue 17: the last message on
+// ojs.ready.*.*.<id> (wildcard queue and priority).
+func findJob(ctx context.Context, ready jetstream.Stream, id string) (*jetstream.RawStreamMsg, error) {
+	return ready.GetLastMsgForSubject(ctx, "ojs.ready.*.*."+topology.Token(id))
+}
+
+// Issue 17, "A job's first write is its only enqueue write": with per-job
+// ready subjects an available job is found by id with a get of the last
+// message on ojs.ready.*.*.<id>, direct or through the leader, and a job
+// whose ready message was acked (claimed) or removed is not found.
+func TestReadyLookupByID(t *testing.T) {
+	n := min(lookupN(t), 600)
+	fx := newLookupFixture(t, n, true, false)
+	ctx := fx.ctx
+	check := func(ready jetstream.Stream, i int) {
+		t.Helper()
+		for _, subj := range []string{"ojs.ready.*.*." + fx.ids[i], jobSubject(i, fx.ids[i])} {
+			m, err := ready.GetLastMsgForSubject(ctx, subj)
+			if err != nil {
+				t.Fatalf("get last on %s: %v", subj, err)
+			}
+			if m.Subject != jobSubject(i, fx.ids[i]) || !strings.Contains(string(m.Data), fx.ids[i]) {
+				t.Fatalf("get last on %s = %s %q, want job %s on %s", subj, m.Subject, m.Data, fx.ids[i], jobSubject(i, fx.ids[i]))
+			}
+		}
+	}
+	notFound := func(ready jetstream.Stream, id string) {
+		t.Helper()
+		if m, err := findJob(ctx, ready, id); !errors.Is(err, jetstream.ErrMsgNotFound) {
+			t.Fatalf("job %s: got %v, %v; want not found", id, m, err)
+		}
+	}
+	direct := fx.readyView(t, true)
+	for _, i := range []int{0, 1, n / 2, n - 1} {
+		check(direct, i)
+	}
+	notFound(direct, uuid.Must(uuid.NewV7()).String())
+
+	// Claim: a worker fetches job 0's message from its level and acks it;
+	// the work-queue stream removes it, and the lookup no longer finds it.
+	cons, err := fx.js.CreateConsumer(ctx, topology.ReadyStream, jetstream.ConsumerConfig{
+		FilterSubject: levelSubject(0) + ".>",
+		AckPolicy:     jetstream.AckExplicitPolicy,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch, err := cons.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var claimed []string
+	for m := range batch.Messages() {
+		claimed = append(claimed, m.Subject())
+		if err := m.DoubleAck(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !slices.Equal(claimed, []string{jobSubject(0, fx.ids[0])}) {
+		t.Fatalf("fetched %v, want job 0 (%s) first on its level", claimed, jobSubject(0, fx.ids[0]))
+	}
+	notFound(direct, fx.ids[0])
+	// Removed by sequence (cancel, discard): gone too.
+	m, err := findJob(ctx, direct, fx.ids[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := direct.DeleteMsg(ctx, m.Sequence); err != nil {
+		t.Fatal(err)
+	}
+	notFound(direct, fx.ids[1])
+	check(direct, 2)
+
+	// Leader reads (a replicated jetgate turns direct gets off).
+	leader := fx.readyView(t, false)
+	check(leader, 2)
+	check(leader, n-1)
+	notFound(leader, fx.ids[0])
+	notFound(leader, fx.ids[1])
+}
+
+// BenchmarkReadyLookup: GET of an available job by id (issue 17) against
+// a KV Get of its record. Run with
+//
+//	JETGATE_LOOKUP_N=100000 go test -run '^$' -bench ReadyLookup -benchtime 20000x ./jetstream/jobstore/
+func BenchmarkReadyLookup(b *testing.B) {
+	n := lookupN(b)
+	start := time.Now()
+	fx := newLookupFixture(b, n, true, true)
+	b.Logf("%d ready messages (per-job subjects) and %d records stored in %s", n, n, time.Since(start).Round(time.Millisecond))
+	ctx := fx.ctx
+	ready := func(direct bool) func(b *testing.B) jetstream.Stream {
+		return func(b *testing.B) jetstream.Stream { return fx.readyView(b, direct) }
+	}
+	bench := func(name string, view func(b *testing.B) jetstream.Stream, get func(s jetstream.Stream, i int) error) {
+		b.Run(name, func(b *testing.B) {
+			s := view(b)
+			timed(b, func(i int) error { return get(s, i) }, n)
+		})
+	}
+	wildcard := func(s jetstream.Stream, i int) error {
+		m, err := findJob(ctx, s, fx.ids[i])
+		if err == nil && !strings.HasSuffix(m.Subject, fx.ids[i]) {
+			err = fmt.Errorf("found %s for job %s", m.Subject, fx.ids[i])
+		}
+		return err
+	}
+	exact := func(s jetstream.Stream, i int) error {
+		m, err := s.GetLastMsgForSubject(ctx, jobSubject(i, fx.ids[i]))
+		if err == nil && m.Subject != jobSubject(i, fx.ids[i]) {
+			err = fmt.Errorf("found %s for job %s", m.Subject, fx.ids[i])
+		}
+		return err
+	}
+	missing := func(s jetstream.Stream, i int) error {
+		_, err := findJob(ctx, s, uuid.Must(uuid.NewV7()).String())
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return nil
+		}
+		return fmt.Errorf("lookup of an unknown job: %v", err)
+	}
+	bench("direct/wildcard", ready(true), wildcard)
+	bench("direct/exact", ready(true), exact)
+	bench("direct/wildcard-missing", ready(true), missing)
+	b.Run("direct/wildcard-parallel", func(b *testing.B) {
+		s := fx.readyView(b, true)
+		b.ReportAllocs()
+		b.SetParallelism(2)
+		start := time.Now()
+		b.RunParallel(func(pb *testing.PB) {
+			r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
+			for pb.Next() {
+				if err := wildcard(s, r.IntN(n)); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "ops/s")
+	})
+	bench("leader/wildcard", ready(false), wildcard)
+	bench("leader/exact", ready(false), exact)
+	bench("leader/wildcard-missing", ready(false), missing)
+	fx.readyView(b, true)
+
+	kvGet := func(direct bool) func(b *testing.B) {
+		return func(b *testing.B) {
+			setAllowDirect(b, ctx, fx.js, "KV_"+topology.JobsBucket, direct)
+			kv, err := fx.js.KeyValue(ctx, topology.JobsBucket)
+			if err != nil {
+				b.Fatal(err)
+			}
+			timed(b, func(i int) error {
+				e, err := kv.Get(ctx, fx.ids[i])
+				if err == nil && e.Key() != fx.ids[i] {
+					err = fmt.Errorf("got %s for %s", e.Key(), fx.ids[i])
+				}
+				return err
+			}, n)
+		}
+	}
+	b.Run("kv/direct", kvGet(true))
+	b.Run("kv/leader", kvGet(false))
+}
+
+// timed runs op b.N times on random jobs and reports ns/op, p50, p99 and
+// ops/s.
+func timed(b *testing.B, op func(i int) error, n int) {
+	b.Helper()
+	r := rand.New(rand.NewPCG(1, 2))
+	lat := make([]time.Duration, 0, b.N)
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	for range b.N {
+		t := time.Now()
+		if err := op(r.IntN(n)); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(t))
+	}
+	elapsed := time.Since(start)
+	b.StopTimer()
+	reportLatency(b, lat, elapsed)
+}
+
+func reportLatency(b *testing.B, lat []time.Duration, elapsed time.Duration) {
+	b.Helper()
+	if len(lat) == 0 {
+		return
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+	b.ReportMetric(float64(len(lat))/elapsed.Seconds(), "ops/s")
+}
+
+// BenchmarkReadyLayout: what per-job ready subjects cost the rest of the
+// ready stream's work, against today's per-level subjects, with N jobs
+// stored on 10 queues × 3 levels. Run with
+//
+//	JETGATE_LOOKUP_N=100000 go test -run '^$' -bench ReadyLayout -benchtime 2s ./jetstream/jobstore/
+func BenchmarkReadyLayout(b *testing.B) {
+	n := lookupN(b)
+	for _, layout := range []string{"per-level", "per-job"} {
+		b.Run(layout, func(b *testing.B) {
+			perJob := layout == "per-job"
+			fx := newLookupFixture(b, n, perJob, false)
+			b.Logf("%s: %d stored, live heap +%.0f B per message", layout, n, fx.heapPerMsg)
+			b.Run("publish-async", func(b *testing.B) { benchPublish(b, fx) })
+			b.Run("fetch10-ack", func(b *testing.B) { benchFetchAck(b, fx, 10) })
+			b.Run("fetch1-ack", func(b *testing.B) { benchFetchAck(b, fx, 1) })
+			// The level lookups of a fetch (levels.go), as jetgate does
+			// them today: levels of the queue q0 from the subjects that
+			// hold messages.
+			infoFilter := topology.ReadyQueueFilter("q0")
+			if perJob {
+				infoFilter += ".*"
+			}
+			b.Run("levels-stream-info", func(b *testing.B) {
+				timed(b, func(int) error {
+					info, err := fx.assets.Ready.Info(fx.ctx, jetstream.WithSubjectFilter(infoFilter))
+					if err == nil && len(info.State.Subjects) == 0 {
+						err = errors.New("no subjects")
+					}
+					return err
+				}, 1)
+			})
+			if !perJob {
+				st := jobstore.New(fx.nc, fx.js, fx.assets)
+				b.Run("levels-multi-last", func(b *testing.B) {
+					timed(b, func(int) error {
+						levels, _, err := st.ReadyLevels(fx.ctx, "q0")
+						if err == nil && len(levels) != lookupPrios {
+							err = fmt.Errorf("levels %v", levels)
+						}
+						return err
+					}, 1)
+				})
+				return
+			}
+			// Per-job subjects: multi_last on ojs.ready.q0.*.* answers one
+			// message per job (413 past 1,024); a level's presence is a
+			// wildcard last get per level, ojs.ready.q0.<p>.*.
+			b.Run("levels-multi-last", func(b *testing.B) {
+				timed(b, func(int) error {
+					_, err := multiLast(fx, "ojs.ready.q0.*.*")
+					return err
+				}, 1)
+			})
+			b.Run("levels-last-per-level", func(b *testing.B) {
+				ready := fx.readyView(b, true)
+				timed(b, func(int) error {
+					for p := range lookupPrios {
+						if _, err := ready.GetLastMsgForSubject(fx.ctx, topology.ReadySubject("q0", p)+".*"); err != nil {
+							return err
+						}
+					}
+					return nil
+				}, 1)
+			})
+			b.Run("levels-first-per-level", func(b *testing.B) {
+				ready := fx.readyView(b, true)
+				timed(b, func(int) error {
+					for p := range lookupPrios {
+						if _, err := ready.GetMsg(fx.ctx, 1, jetstream.WithGetMsgSubject(topology.ReadySubject("q0", p)+".*")); err != nil {
+							return err
+						}
+					}
+					return nil
+				}, 1)
+			})
+		})
+	}
+}
+
+// benchPublish stores b.N more ready messages, async, 1,000 in flight.
+func benchPublish(b *testing.B, fx *lookupFixture) {
+	ids := make([]string, b.N)
+	for i := range ids {
+		ids[i] = uuid.Must(uuid.NewV7()).String()
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	fx.publish(b, b.N, func(i int) (string, []byte) {
+		if fx.perJob {
+			return jobSubject(i, ids[i]), jobBody(ids[i])
+		}
+		return levelSubject(i), jobBody(ids[i])
+	})
+	elapsed := time.Since(start)
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "ops/s")
+}
+
+// benchFetchAck stores b.N messages on one level of queue qf (behind the
+// fixture's backlog on other queues), then drains them with a durable pull
+// consumer filtered like jetgate's level consumers (ojs.ready.qf.000, or
+// ojs.ready.qf.000.> with per-job subjects): Fetch(batch) and one ack per
+// message. ns/op is per message.
+func benchFetchAck(b *testing.B, fx *lookupFixture, batch int) {
+	level := topology.ReadySubject("qf", 0)
+	filter := level
+	if fx.perJob {
+		filter += ".>"
+	}
+	b.StopTimer()
+	fx.publish(b, b.N, func(i int) (string, []byte) {
+		id := uuid.Must(uuid.NewV7()).String()
+		if fx.perJob {
+			return level + "." + id, jobBody(id)
+		}
+		return level, jobBody(id)
+	})
+	name := "bench_fetch_" + strconv.Itoa(batch)
+	cons, err := fx.js.CreateOrUpdateConsumer(fx.ctx, topology.ReadyStream, jetstream.ConsumerConfig{
+		Durable:       name,
+		FilterSubject: filter,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		MaxAckPending: 10_000,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.StartTimer()
+	start := time.Now()
+	for got := 0; got < b.N; {
+		msgs, err := cons.Fetch(batch, jetstream.FetchMaxWait(5*time.Second))
+		if err != nil {
+			b.Fatal(err)
+		}
+		for m := range msgs.Messages() {
+			if err := m.Ack(); err != nil {
+				b.Fatal(err)
+			}
+			got++
+		}
+		if err := msgs.Error(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	elapsed := time.Since(start)
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "ops/s")
+	// Wait until every ack removed its message, then drop the consumer.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		info, err := cons.Info(fx.ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if info.NumAckPending == 0 && info.NumPending == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("acks not processed: %d pending, %d unacked", info.NumPending, info.NumAckPending)
+		}
+		runtime.Gosched()
+	}
+	if err := fx.js.DeleteConsumer(fx.ctx, topology.ReadyStream, name); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// multiLast sends a batched direct get (multi_last) and counts the
+// messages of its answer; 413 (too many) is an answer too.
+func multiLast(fx *lookupFixture, filter string) (int, error) {
+	inbox := fx.nc.NewInbox()
+	sub, err := fx.nc.SubscribeSync(inbox)
+	if err != nil {
+		return 0, err
+	}
+	defer sub.Unsubscribe()
+	if err := fx.nc.PublishRequest("$JS.API.DIRECT.GET."+topology.ReadyStream, inbox, []byte(`{"multi_last":["`+filter+`"]}`)); err != nil {
+		return 0, err
+	}
+	for n := 0; ; n++ {
+		m, err := sub.NextMsg(10 * time.Second)
+		if err != nil {
+			return n, err
+		}
+		switch m.Header.Get("Status") {
+		case "":
+		case "204", "413":
+			return n, nil
+		default:
+			return n, fmt.Errorf("multi_last: %s %s", m.Header.Get("Status"), m.Header.Get("Description"))
+		}
+	}
+}
