@@ -98,7 +98,9 @@ func newLookupFixture(tb testing.TB, n int, perJob, records bool) *lookupFixture
 	runtime.ReadMemStats(&after)
 	fx.heapPerMsg = (float64(after.HeapAlloc) - float64(before.HeapAlloc)) / float64(n)
 	if records {
-		fx.publish(tb, n, func(i int) (string, []byte) { return "$KV." + topology.JobsBucket + "." + fx.ids[i], jobBody(fx.ids[i]) })
+		fx.publish(tb, n, func(i int) (string, []byte) {
+			return "$KV." + topology.JobsBucket + "." + fx.ids[i], jobBody(fx.ids[i])
+		})
 	}
 	return fx
 }
