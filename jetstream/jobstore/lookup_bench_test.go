@@ -52,19 +52,13 @@ func lookupN(tb testing.TB) int {
 	return n
 }
 
-func lookupQueue(i int) string { return "q" + strconv.Itoa(i%lookupQueues) }
-func lookupPrio(i int) int     { return (i / lookupQueues) % lookupPrios }
-
-// levelSubject is today's ready subject of job i; jobSubject the per-job
-// subject of issue 17.
-func levelSubject(i int) string { return topology.ReadySubject(lookupQueue(i), lookupPrio(i)) }
-func jobSubject(i int, id string) string {
-	return levelSubject(i) + "." + topology.Token(id)
-}
-
 // lookupFixture is an embedded server with the ready stream and job bucket
 // of topology.Ensure (file storage, one replica) holding n jobs.
 type lookupFixture struct {
+	// queues × prios levels, job i on queue q<i%queues>, level
+	// (i/queues)%prios.
+	queues, prios int
+
 	ctx    context.Context
 	nc     *nats.Conn
 	js     jetstream.JetStream
@@ -76,7 +70,7 @@ type lookupFixture struct {
 	heapPerMsg float64
 }
 
-func newLookupFixture(tb testing.TB, n int, perJob, records bool) *lookupFixture {
+func newLookupFixture(tb testing.TB, n, queues, prios int, perJob, records bool) *lookupFixture {
 	tb.Helper()
 	s := natstest.RunServer(tb)
 	nc, js := natstest.Connect(tb, s)
@@ -86,7 +80,7 @@ func newLookupFixture(tb testing.TB, n int, perJob, records bool) *lookupFixture
 	if err != nil {
 		tb.Fatal(err)
 	}
-	fx := &lookupFixture{ctx: ctx, nc: nc, js: js, assets: assets, perJob: perJob, ids: make([]string, n)}
+	fx := &lookupFixture{queues: queues, prios: prios, ctx: ctx, nc: nc, js: js, assets: assets, perJob: perJob, ids: make([]string, n)}
 	for i := range fx.ids {
 		fx.ids[i] = uuid.Must(uuid.NewV7()).String()
 	}
@@ -105,11 +99,21 @@ func newLookupFixture(tb testing.TB, n int, perJob, records bool) *lookupFixture
 	return fx
 }
 
+// levelSubject is today's ready subject of job i; jobSubject the per-job
+// subject of issue 17.
+func (fx *lookupFixture) levelSubject(i int) string {
+	return topology.ReadySubject("q"+strconv.Itoa(i%fx.queues), (i/fx.queues)%fx.prios)
+}
+
+func (fx *lookupFixture) jobSubject(i int, id string) string {
+	return fx.levelSubject(i) + "." + topology.Token(id)
+}
+
 func (fx *lookupFixture) subject(i int) string {
 	if fx.perJob {
-		return jobSubject(i, fx.ids[i])
+		return fx.jobSubject(i, fx.ids[i])
 	}
-	return levelSubject(i)
+	return fx.levelSubject(i)
 }
 
 // jobBody is a 200-byte job.
@@ -178,17 +182,17 @@ func findJob(ctx context.Context, ready jetstream.Stream, id string) (*jetstream
 // whose ready message was acked (claimed) or removed is not found.
 func TestReadyLookupByID(t *testing.T) {
 	n := min(lookupN(t), 600)
-	fx := newLookupFixture(t, n, true, false)
+	fx := newLookupFixture(t, n, lookupQueues, lookupPrios, true, false)
 	ctx := fx.ctx
 	check := func(ready jetstream.Stream, i int) {
 		t.Helper()
-		for _, subj := range []string{"ojs.ready.*.*." + fx.ids[i], jobSubject(i, fx.ids[i])} {
+		for _, subj := range []string{"ojs.ready.*.*." + fx.ids[i], fx.jobSubject(i, fx.ids[i])} {
 			m, err := ready.GetLastMsgForSubject(ctx, subj)
 			if err != nil {
 				t.Fatalf("get last on %s: %v", subj, err)
 			}
-			if m.Subject != jobSubject(i, fx.ids[i]) || !strings.Contains(string(m.Data), fx.ids[i]) {
-				t.Fatalf("get last on %s = %s %q, want job %s on %s", subj, m.Subject, m.Data, fx.ids[i], jobSubject(i, fx.ids[i]))
+			if m.Subject != fx.jobSubject(i, fx.ids[i]) || !strings.Contains(string(m.Data), fx.ids[i]) {
+				t.Fatalf("get last on %s = %s %q, want job %s on %s", subj, m.Subject, m.Data, fx.ids[i], fx.jobSubject(i, fx.ids[i]))
 			}
 		}
 	}
@@ -207,7 +211,7 @@ func TestReadyLookupByID(t *testing.T) {
 	// Claim: a worker fetches job 0's message from its level and acks it;
 	// the work-queue stream removes it, and the lookup no longer finds it.
 	cons, err := fx.js.CreateConsumer(ctx, topology.ReadyStream, jetstream.ConsumerConfig{
-		FilterSubject: levelSubject(0) + ".>",
+		FilterSubject: fx.levelSubject(0) + ".>",
 		AckPolicy:     jetstream.AckExplicitPolicy,
 	})
 	if err != nil {
@@ -224,8 +228,8 @@ func TestReadyLookupByID(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if !slices.Equal(claimed, []string{jobSubject(0, fx.ids[0])}) {
-		t.Fatalf("fetched %v, want job 0 (%s) first on its level", claimed, jobSubject(0, fx.ids[0]))
+	if !slices.Equal(claimed, []string{fx.jobSubject(0, fx.ids[0])}) {
+		t.Fatalf("fetched %v, want job 0 (%s) first on its level", claimed, fx.jobSubject(0, fx.ids[0]))
 	}
 	notFound(direct, fx.ids[0])
 	// Removed by sequence (cancel, discard): gone too.
@@ -252,10 +256,21 @@ func TestReadyLookupByID(t *testing.T) {
 //
 //	JETGATE_LOOKUP_N=100000 go test -run '^$' -bench ReadyLookup -benchtime 20000x ./jetstream/jobstore/
 func BenchmarkReadyLookup(b *testing.B) {
+	benchReadyLookup(b, lookupQueues, lookupPrios, true)
+}
+
+// BenchmarkReadyLookupManyLevels is BenchmarkReadyLookup with 40 queues ×
+// 256 priority levels in use (10,240 levels: the wildcards of
+// ojs.ready.*.*.<id> walk every level of the subject tree), without KV.
+func BenchmarkReadyLookupManyLevels(b *testing.B) {
+	benchReadyLookup(b, 40, 256, false)
+}
+
+func benchReadyLookup(b *testing.B, queues, prios int, records bool) {
 	n := lookupN(b)
 	start := time.Now()
-	fx := newLookupFixture(b, n, true, true)
-	b.Logf("%d ready messages (per-job subjects) and %d records stored in %s", n, n, time.Since(start).Round(time.Millisecond))
+	fx := newLookupFixture(b, n, queues, prios, true, records)
+	b.Logf("%d ready messages (per-job subjects, %d×%d levels), records: %v, stored in %s", n, queues, prios, records, time.Since(start).Round(time.Millisecond))
 	ctx := fx.ctx
 	ready := func(direct bool) func(b *testing.B) jetstream.Stream {
 		return func(b *testing.B) jetstream.Stream { return fx.readyView(b, direct) }
@@ -274,8 +289,8 @@ func BenchmarkReadyLookup(b *testing.B) {
 		return err
 	}
 	exact := func(s jetstream.Stream, i int) error {
-		m, err := s.GetLastMsgForSubject(ctx, jobSubject(i, fx.ids[i]))
-		if err == nil && m.Subject != jobSubject(i, fx.ids[i]) {
+		m, err := s.GetLastMsgForSubject(ctx, fx.jobSubject(i, fx.ids[i]))
+		if err == nil && m.Subject != fx.jobSubject(i, fx.ids[i]) {
 			err = fmt.Errorf("found %s for job %s", m.Subject, fx.ids[i])
 		}
 		return err
@@ -310,6 +325,9 @@ func BenchmarkReadyLookup(b *testing.B) {
 	bench("leader/exact", ready(false), exact)
 	bench("leader/wildcard-missing", ready(false), missing)
 	fx.readyView(b, true)
+	if !records {
+		return
+	}
 
 	kvGet := func(direct bool) func(b *testing.B) {
 		return func(b *testing.B) {
@@ -373,7 +391,7 @@ func BenchmarkReadyLayout(b *testing.B) {
 	for _, layout := range []string{"per-level", "per-job"} {
 		b.Run(layout, func(b *testing.B) {
 			perJob := layout == "per-job"
-			fx := newLookupFixture(b, n, perJob, false)
+			fx := newLookupFixture(b, n, lookupQueues, lookupPrios, perJob, false)
 			b.Logf("%s: %d stored, live heap +%.0f B per message", layout, n, fx.heapPerMsg)
 			b.Run("publish-async", func(b *testing.B) { benchPublish(b, fx) })
 			b.Run("fetch10-ack", func(b *testing.B) { benchFetchAck(b, fx, 10) })
@@ -392,6 +410,39 @@ func BenchmarkReadyLayout(b *testing.B) {
 						err = errors.New("no subjects")
 					}
 					return err
+				}, 1)
+			})
+			// The levels' consumers (jetgate has one per level in use):
+			// their info counts the level's messages (num_pending), kept
+			// by the server as messages arrive and go.
+			levelCons := make([]jetstream.Consumer, lookupPrios)
+			for p := range lookupPrios {
+				filter := topology.ReadySubject("q0", p)
+				if perJob {
+					filter += ".>"
+				}
+				c, err := fx.js.CreateOrUpdateConsumer(fx.ctx, topology.ReadyStream, jetstream.ConsumerConfig{
+					Durable:       topology.ReadyConsumer("q0", p),
+					FilterSubject: filter,
+					AckPolicy:     jetstream.AckExplicitPolicy,
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+				levelCons[p] = c
+			}
+			b.Run("levels-consumer-info", func(b *testing.B) {
+				timed(b, func(int) error {
+					for _, c := range levelCons {
+						info, err := c.Info(fx.ctx)
+						if err != nil {
+							return err
+						}
+						if info.NumPending == 0 {
+							return fmt.Errorf("level %s: no messages", info.Name)
+						}
+					}
+					return nil
 				}, 1)
 			})
 			if !perJob {
@@ -442,7 +493,8 @@ func BenchmarkReadyLayout(b *testing.B) {
 	}
 }
 
-// benchPublish stores b.N more ready messages, async, 1,000 in flight.
+// benchPublish stores b.N more ready messages on queue qp, async, 1,000
+// in flight, then purges them.
 func benchPublish(b *testing.B, fx *lookupFixture) {
 	ids := make([]string, b.N)
 	for i := range ids {
@@ -452,14 +504,19 @@ func benchPublish(b *testing.B, fx *lookupFixture) {
 	b.ResetTimer()
 	start := time.Now()
 	fx.publish(b, b.N, func(i int) (string, []byte) {
+		subj := topology.ReadySubject("qp", i%lookupPrios)
 		if fx.perJob {
-			return jobSubject(i, ids[i]), jobBody(ids[i])
+			subj += "." + ids[i]
 		}
-		return levelSubject(i), jobBody(ids[i])
+		return subj, jobBody(ids[i])
 	})
 	elapsed := time.Since(start)
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "ops/s")
+	// Leave the fixture as it was for the benchmarks that follow.
+	if err := fx.assets.Ready.Purge(fx.ctx, jetstream.WithPurgeSubject("ojs.ready.qp.>")); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // benchFetchAck stores b.N messages on one level of queue qf (behind the
@@ -495,7 +552,7 @@ func benchFetchAck(b *testing.B, fx *lookupFixture, batch int) {
 	b.StartTimer()
 	start := time.Now()
 	for got := 0; got < b.N; {
-		msgs, err := cons.Fetch(batch, jetstream.FetchMaxWait(5*time.Second))
+		msgs, err := cons.Fetch(min(batch, b.N-got), jetstream.FetchMaxWait(5*time.Second))
 		if err != nil {
 			b.Fatal(err)
 		}
