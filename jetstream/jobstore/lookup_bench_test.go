@@ -262,8 +262,19 @@ func BenchmarkReadyLookup(b *testing.B) {
 // BenchmarkReadyLookupManyLevels is BenchmarkReadyLookup with 40 queues ×
 // 256 priority levels in use (10,240 levels: the wildcards of
 // ojs.ready.*.*.<id> walk every level of the subject tree), without KV.
+// JETGATE_LOOKUP_LEVELS=<queues>x<levels> sets another spread.
 func BenchmarkReadyLookupManyLevels(b *testing.B) {
-	benchReadyLookup(b, 40, 256, false)
+	queues, prios := 40, 256
+	if v := os.Getenv("JETGATE_LOOKUP_LEVELS"); v != "" {
+		q, p, _ := strings.Cut(v, "x")
+		var err1, err2 error
+		queues, err1 = strconv.Atoi(q)
+		prios, err2 = strconv.Atoi(p)
+		if err1 != nil || err2 != nil || queues < 1 || prios < 1 || prios > 999 {
+			b.Fatalf("JETGATE_LOOKUP_LEVELS=%q: want <queues>x<levels>, levels ≤ 999", v)
+		}
+	}
+	benchReadyLookup(b, queues, prios, false)
 }
 
 func benchReadyLookup(b *testing.B, queues, prios int, records bool) {
