@@ -207,6 +207,19 @@ func TestReadyLookupByID(t *testing.T) {
 		check(direct, i)
 	}
 	notFound(direct, uuid.Must(uuid.NewV7()).String())
+	// The same lookup as a batched direct get (multi_last): the subject
+	// tree gives the job's subject, then its last message is read by
+	// exact subject.
+	d := newDirectGets(t, fx.nc)
+	multi := func(i int, want []string) {
+		t.Helper()
+		got, tooMany, err := d.multiLast("ojs.ready.*.*." + fx.ids[i])
+		if err != nil || tooMany || !slices.Equal(got, want) {
+			t.Fatalf("multi_last of job %d = %v (too many: %v), %v; want %v", i, got, tooMany, err, want)
+		}
+	}
+	multi(0, []string{fx.jobSubject(0, fx.ids[0])})
+	multi(n-1, []string{fx.jobSubject(n-1, fx.ids[n-1])})
 
 	// Claim: a worker fetches job 0's message from its level and acks it;
 	// the work-queue stream removes it, and the lookup no longer finds it.
@@ -232,6 +245,7 @@ func TestReadyLookupByID(t *testing.T) {
 		t.Fatalf("fetched %v, want job 0 (%s) first on its level", claimed, fx.jobSubject(0, fx.ids[0]))
 	}
 	notFound(direct, fx.ids[0])
+	multi(0, nil)
 	// Removed by sequence (cancel, discard): gone too.
 	m, err := findJob(ctx, direct, fx.ids[1])
 	if err != nil {
@@ -313,6 +327,28 @@ func benchReadyLookup(b *testing.B, queues, prios int, records bool) {
 		}
 		return fmt.Errorf("lookup of an unknown job: %v", err)
 	}
+	b.Run("direct/multi-last", func(b *testing.B) {
+		fx.readyView(b, true)
+		d := newDirectGets(b, fx.nc)
+		timed(b, func(i int) error {
+			subjects, _, err := d.multiLast("ojs.ready.*.*." + fx.ids[i])
+			if err == nil && !slices.Equal(subjects, []string{fx.jobSubject(i, fx.ids[i])}) {
+				err = fmt.Errorf("found %v for job %s", subjects, fx.ids[i])
+			}
+			return err
+		}, n)
+	})
+	b.Run("direct/multi-last-missing", func(b *testing.B) {
+		fx.readyView(b, true)
+		d := newDirectGets(b, fx.nc)
+		timed(b, func(i int) error {
+			subjects, _, err := d.multiLast("ojs.ready.*.*." + uuid.Must(uuid.NewV7()).String())
+			if err == nil && len(subjects) > 0 {
+				err = fmt.Errorf("found %v for an unknown job", subjects)
+			}
+			return err
+		}, n)
+	})
 	bench("direct/wildcard", ready(true), wildcard)
 	bench("direct/exact", ready(true), exact)
 	bench("direct/wildcard-missing", ready(true), missing)
@@ -473,8 +509,12 @@ func BenchmarkReadyLayout(b *testing.B) {
 			// message per job (413 past 1,024); a level's presence is a
 			// wildcard last get per level, ojs.ready.q0.<p>.*.
 			b.Run("levels-multi-last", func(b *testing.B) {
+				d := newDirectGets(b, fx.nc)
 				timed(b, func(int) error {
-					_, err := multiLast(fx, "ojs.ready.q0.*.*")
+					subjects, tooMany, err := d.multiLast("ojs.ready.q0.*.*")
+					if err == nil && len(subjects) == 0 && !tooMany {
+						err = errors.New("no subjects")
+					}
 					return err
 				}, 1)
 			})
@@ -600,29 +640,48 @@ func benchFetchAck(b *testing.B, fx *lookupFixture, batch int) {
 	}
 }
 
-// multiLast sends a batched direct get (multi_last) and counts the
-// messages of its answer; 413 (too many) is an answer too.
-func multiLast(fx *lookupFixture, filter string) (int, error) {
-	inbox := fx.nc.NewInbox()
-	sub, err := fx.nc.SubscribeSync(inbox)
-	if err != nil {
-		return 0, err
+// directGets sends batched direct gets (ADR-31) to the ready stream, one
+// at a time, on one reply subscription.
+type directGets struct {
+	nc    *nats.Conn
+	inbox string
+	sub   *nats.Subscription
+}
+
+func newDirectGets(tb testing.TB, nc *nats.Conn) *directGets {
+	tb.Helper()
+	d := &directGets{nc: nc, inbox: nc.NewInbox()}
+	var err error
+	if d.sub, err = nc.SubscribeSync(d.inbox); err != nil {
+		tb.Fatal(err)
 	}
-	defer sub.Unsubscribe()
-	if err := fx.nc.PublishRequest("$JS.API.DIRECT.GET."+topology.ReadyStream, inbox, []byte(`{"multi_last":["`+filter+`"]}`)); err != nil {
-		return 0, err
+	tb.Cleanup(func() { d.sub.Unsubscribe() })
+	return d
+}
+
+// multiLast sends {"multi_last":[filter]} and returns the subjects of the
+// messages of its answer (none when nothing matches); 413 (more than
+// 1,024 subjects match) is an answer too (too many).
+func (d *directGets) multiLast(filter string) (subjects []string, tooMany bool, err error) {
+	if err := d.nc.PublishRequest("$JS.API.DIRECT.GET."+topology.ReadyStream, d.inbox, []byte(`{"multi_last":["`+filter+`"]}`)); err != nil {
+		return nil, false, err
 	}
-	for n := 0; ; n++ {
-		m, err := sub.NextMsg(10 * time.Second)
+	for {
+		m, err := d.sub.NextMsg(10 * time.Second)
 		if err != nil {
-			return n, err
+			return subjects, false, err
 		}
 		switch m.Header.Get("Status") {
 		case "":
-		case "204", "413":
-			return n, nil
+			subjects = append(subjects, m.Header.Get(jetstream.SubjectHeader))
+		case "204":
+			return subjects, false, nil
+		case "404":
+			return subjects, false, nil
+		case "413":
+			return subjects, true, nil
 		default:
-			return n, fmt.Errorf("multi_last: %s %s", m.Header.Get("Status"), m.Header.Get("Description"))
+			return subjects, false, fmt.Errorf("multi_last: %s %s", m.Header.Get("Status"), m.Header.Get("Description"))
 		}
 	}
 }
