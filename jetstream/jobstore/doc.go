@@ -63,12 +63,12 @@
 //	JETGATE_LOOKUP_N=1000000 go test -run '^$' -bench 'ReadyLookup$' -benchtime 1s ./jetstream/jobstore/
 //
 //	lookup of a job by id                   100k msgs           1M msgs
-//	direct multi_last ojs.ready.*.*.<id>    45 (16.8k/s)        -
+//	direct multi_last ojs.ready.*.*.<id>    45 (16.8k/s)        74 (12.2k/s)
 //	direct last_by_subj ojs.ready.*.*.<id>  57-88 (10.7-13.7k/s) 90 (10.5k/s)
 //	direct last_by_subj exact subject       36-46               37
 //	leader last_by_subj ojs.ready.*.*.<id>  72-114 (8.4-11.4k/s) 126 (7.2k/s)
 //	leader last_by_subj exact subject       55-82               66
-//	not found: multi_last / direct / leader 28 / 31 / 50         - / 31 / 52
+//	not found: multi_last / direct / leader 28 / 31 / 50         29 / 31 / 52
 //	KV Get of a record, direct (today)      37-38 (14.6-18k/s)  39
 //	KV Get of a record, leader (replicas)   56-75               101
 //
@@ -96,7 +96,9 @@
 //
 //	                                 per-level (today)    per-job
 //	async publish, 1,000 in flight   126-182k/s           83-136k/s
-//	Fetch(10) + ack per message      55-77k/s             54-67k/s
+//	Fetch(10) + ack per message      55-77k/s             42-67k/s
+//	Fetch(1) + ack (deep backlog,    1.7-2.2k/s (one run  2.9-3.2k/s
+//	  removal bound, DESIGN "Speed")   of 10k/s)
 //	level lookup: stream info with   74-103 µs            15-41 ms (100k),
 //	  subjects filter (levels.go)                         195 ms (1M)
 //	level lookup: multi_last         35-38 µs             1.5-10.7 ms (100k),
@@ -104,8 +106,10 @@
 //	                                                      1,024 jobs per queue
 //	level lookup: last_by_subj       -                    0.6-2.9 ms (100k),
 //	  ojs.ready.q.<p>.* per level ×3                      16 ms (1M)
-//	consumer info of the 3 level     237-342 µs           242-328 µs
-//	  consumers (num_pending)
+//	consumer info of the 3 level     237-342 µs           242-328 µs (100k),
+//	  consumers (num_pending)                             458 µs (1M)
+//	creating the 3 level consumers   3.3 ms               34 ms
+//	  of q0 (100k of its jobs, 1M)
 //	live heap per stored message     5-52 B               188-236 B
 //
 // Publishing and fetching cost little more (the server inserts one
@@ -118,6 +122,12 @@
 // messages come and go (one consumer info, ~100 µs, per level, flat in the
 // number of jobs), or from no-wait pulls in priority order inside the
 // per-queue prefetch; the layout change must measure that fetch path.
+// Creating a level consumer walks the level's subjects to count them, ten
+// times slower with per-job subjects (34 ms for 100k jobs): jetgate
+// creates them on demand and drops them after an hour idle, so a deep
+// level pays it again after a quiet hour. The benchmarks run client and
+// server in one process, so a server holding a million subjects also slows
+// the client through GC (the 1M consumer info above).
 //
 // Operators with the nats CLI see one subject per available job: nats
 // stream info OJS_READY counts them (subjects = ready jobs), nats stream
