@@ -72,11 +72,26 @@ type lookupFixture struct {
 
 func newLookupFixture(tb testing.TB, n, queues, prios int, perJob, records bool) *lookupFixture {
 	tb.Helper()
-	s := natstest.RunServer(tb)
-	nc, js := natstest.Connect(tb, s)
+	return newLookupFixtureReplicas(tb, n, queues, prios, perJob, records, 1)
+}
+
+// newLookupFixtureReplicas is newLookupFixture on a 3-node cluster when
+// replicas is 3 (streams and buckets R3, direct gets off as Ensure sets
+// them, the client connected to any node).
+func newLookupFixtureReplicas(tb testing.TB, n, queues, prios int, perJob, records bool, replicas int) *lookupFixture {
+	tb.Helper()
+	var nc *nats.Conn
+	var js jetstream.JetStream
+	if replicas > 1 {
+		c := natstest.RunCluster(tb, replicas)
+		c.WaitReady(tb)
+		nc, js = c.Connect(tb)
+	} else {
+		nc, js = natstest.Connect(tb, natstest.RunServer(tb))
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	tb.Cleanup(cancel)
-	assets, err := topology.Ensure(ctx, js, topology.Config{})
+	assets, err := topology.Ensure(ctx, js, topology.Config{Replicas: replicas})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -394,6 +409,56 @@ func benchReadyLookup(b *testing.B, queues, prios int, records bool) {
 	}
 	b.Run("kv/direct", kvGet(true))
 	b.Run("kv/leader", kvGet(false))
+}
+
+// BenchmarkReadyLookupR3 is the lookup on a 3-node cluster (in one
+// process on loopback), R3 streams with direct gets off as jetgate runs
+// them: every get is answered by the stream leader, which may be another
+// node than the client's.
+//
+//	JETGATE_LOOKUP_N=100000 go test -run '^$' -bench ReadyLookupR3 -benchtime 1s ./jetstream/jobstore/
+func BenchmarkReadyLookupR3(b *testing.B) {
+	n := lookupN(b)
+	start := time.Now()
+	fx := newLookupFixtureReplicas(b, n, lookupQueues, lookupPrios, true, true, 3)
+	b.Logf("R3: %d ready messages and %d records stored in %s", n, n, time.Since(start).Round(time.Millisecond))
+	ctx := fx.ctx
+	ready, err := fx.js.Stream(ctx, topology.ReadyStream)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if ready.CachedInfo().Config.AllowDirect {
+		b.Fatal("R3 ready stream with direct gets on")
+	}
+	b.Run("leader/wildcard", func(b *testing.B) {
+		timed(b, func(i int) error {
+			m, err := findJob(ctx, ready, fx.ids[i])
+			if err == nil && m.Subject != fx.jobSubject(i, fx.ids[i]) {
+				err = fmt.Errorf("found %s for job %s", m.Subject, fx.ids[i])
+			}
+			return err
+		}, n)
+	})
+	b.Run("leader/exact", func(b *testing.B) {
+		timed(b, func(i int) error {
+			_, err := ready.GetLastMsgForSubject(ctx, fx.jobSubject(i, fx.ids[i]))
+			return err
+		}, n)
+	})
+	b.Run("leader/wildcard-missing", func(b *testing.B) {
+		timed(b, func(int) error {
+			if _, err := findJob(ctx, ready, uuid.Must(uuid.NewV7()).String()); !errors.Is(err, jetstream.ErrMsgNotFound) {
+				return fmt.Errorf("lookup of an unknown job: %v", err)
+			}
+			return nil
+		}, n)
+	})
+	b.Run("kv/leader", func(b *testing.B) {
+		timed(b, func(i int) error {
+			_, err := fx.assets.Jobs.Get(ctx, fx.ids[i])
+			return err
+		}, n)
+	})
 }
 
 // timed runs op b.N times on random jobs and reports ns/op, p50, p99 and
