@@ -134,6 +134,12 @@
 // server in one process, so a server holding a million subjects also slows
 // the client through GC (the 1M consumer info above).
 //
+// Upgrades: ready messages of the old layout (ojs.ready.<queue>.<priority>)
+// all have records, so lookups need nothing for them, but a level consumer
+// filtering only ojs.ready.<queue>.<priority>.> would never deliver them:
+// until they are drained a level consumer needs both filters
+// (FilterSubjects).
+//
 // Operators with the nats CLI see one subject per available job: nats
 // stream info OJS_READY counts them (subjects = ready jobs), nats stream
 // subjects OJS_READY lists every one of them (use a filter on a large
