@@ -16,4 +16,133 @@
 //
 // jobstore never decides anything (that is admission's job) and never knows
 // about HTTP.
+//
+// # Finding an available job without a record (issue 17)
+//
+// Issue 17 makes a job's first write its only enqueue write: the ready
+// message carries the whole job, and the record in OJS_JOBS is written
+// first when the job leaves available (claim, cancel, PATCH...). GET of an
+// available job must then find it in the ready stream. The chosen scheme,
+// measured below (the layout change itself is later work):
+//
+//   - Ready subjects end with the job id: ojs.ready.<queue>.<priority>.<id>
+//     (each token through topology.Token, so an id holding '.', '*' or '>'
+//     cannot widen a lookup). Level consumers filter
+//     ojs.ready.<queue>.<priority>.>.
+//   - A job without a record is found by the last message on
+//     ojs.ready.*.*.<id>. On a single server that is one batched direct get,
+//     {"multi_last":["ojs.ready.*.*.<id>"]} (ADR-31): the server matches the
+//     subject in its subject tree and reads the match by exact subject.
+//     Where direct gets are off (replicas, topology.Ensure), it is a
+//     JetStream message get, {"last_by_subj":"ojs.ready.*.*.<id>"},
+//     answered by the stream leader, so it sees every acknowledged publish;
+//     multi_last has no leader form.
+//   - GET reads the record first, then the ready stream, then the record
+//     again: a claim creates the record before it acks the ready message,
+//     so a job claimed between the first two reads is found by the third.
+//     The record, when there is one, is the truth; a ready message beside
+//     it (claim in flight, a retry made ready again) is only a token. "Not
+//     found" costs the three round trips (about 100-120 µs on one server).
+//   - A ready message acked by a worker (work-queue retention) or removed by
+//     sequence (cancel, discard) is gone at once: the lookup answers not
+//     found (TestReadyLookupByID), which is why the record must exist first.
+//
+// Alternatives: a record written at enqueue (today) is the stored write
+// the issue removes; any other index by id (a KV key, a second stream) is
+// one too, and NATS keeps no readable index of message ids (the
+// Nats-Msg-Id table is internal and lasts the duplicate window only).
+// Putting the id first (ojs.ready.<id>.<queue>.<priority>) would make the
+// lookup an exact prefix but every level consumer a wildcard filter over
+// all jobs; not pursued.
+//
+// Measured on the 2-core development VM (AMD EPYC, go1.26.8, file storage,
+// one server, 200-byte messages on 10 queues × 3 levels, p50 µs of one
+// caller, ranges over runs; 2026-11-25):
+//
+//	JETGATE_LOOKUP_N=100000 go test -run '^$' -bench 'ReadyLookup$' -benchtime 1s ./jetstream/jobstore/
+//	JETGATE_LOOKUP_N=1000000 go test -run '^$' -bench 'ReadyLookup$' -benchtime 1s ./jetstream/jobstore/
+//
+//	lookup of a job by id                   100k msgs           1M msgs
+//	direct multi_last ojs.ready.*.*.<id>    45 (16.8k/s)        74 (12.2k/s)
+//	direct last_by_subj ojs.ready.*.*.<id>  57-88 (10.7-13.7k/s) 90 (10.5k/s)
+//	direct last_by_subj exact subject       36-46               37
+//	leader last_by_subj ojs.ready.*.*.<id>  72-114 (8.4-11.4k/s) 126 (7.2k/s)
+//	leader last_by_subj exact subject       55-82               66
+//	not found: multi_last / direct / leader 28 / 31 / 50         29 / 31 / 52
+//	KV Get of a record, direct (today)      37-38 (14.6-18k/s)  39
+//	KV Get of a record, leader (replicas)   56-75               101
+//
+// On a 3-node cluster in one process (R3, direct gets off as Ensure sets
+// them, the client on any node; JETGATE_LOOKUP_N=100000 go test -bench
+// ReadyLookupR3), p50 µs: leader last_by_subj ojs.ready.*.*.<id> 125
+// (6.3k/s), exact subject 102, not found 97, KV Get of a record 107.
+//
+// The lookup does not grow with the number of jobs but with the number of
+// queue × priority levels holding messages: the wildcards walk every level
+// of the subject tree, and a found subject is matched again in its message
+// block's index (100,000 messages; JETGATE_LOOKUP_LEVELS=<q>x<p> go test
+// -bench ReadyLookupManyLevels):
+//
+//	levels in use          30      100     1,000     10,240
+//	direct multi_last      45      -       264       2,069
+//	direct last_by_subj    57-88   129     358-480   3,777-4,711
+//	leader last_by_subj    72-114  132     590-613   3,353-3,840
+//	not found (direct)     31      33      53-55     317
+//	exact subject          36-46   38      38-44     38-40
+//
+// So with a few dozen levels a GET without a record costs what a KV Get
+// costs; with thousands of levels it costs milliseconds (GET is not on the
+// fetch/ack path). A process can keep a cache of id -> (queue, priority)
+// for the jobs it enqueued and read the exact subject (38 µs whatever the
+// levels), falling back to the wildcard; it is only a cache.
+//
+// What per-job subjects cost the rest (JETGATE_LOOKUP_N=100000 and 1000000
+// go test -run '^$' -bench ReadyLayout -benchtime 1s, same machine):
+//
+//	                                 per-level (today)    per-job
+//	async publish, 1,000 in flight   126-182k/s           83-136k/s
+//	Fetch(10) + ack per message      55-77k/s             42-67k/s
+//	Fetch(1) + ack (deep backlog,    1.7-2.2k/s (one run  2.9-3.2k/s
+//	  removal bound, DESIGN "Speed")   of 10k/s)
+//	level lookup: stream info with   74-103 µs            15-41 ms (100k),
+//	  subjects filter (levels.go)                         195 ms (1M)
+//	level lookup: multi_last         35-38 µs             1.5-10.7 ms (100k),
+//	  (ReadyLevels)                                       51 ms (1M); 413 past
+//	                                                      1,024 jobs per queue
+//	level lookup: last_by_subj       -                    0.6-2.9 ms (100k),
+//	  ojs.ready.q.<p>.* per level ×3                      16 ms (1M)
+//	consumer info of the 3 level     237-342 µs           242-328 µs (100k),
+//	  consumers (num_pending)                             458 µs (1M)
+//	creating the 3 level consumers   3.3 ms               34 ms
+//	  of q0 (100k of its jobs, 1M)
+//	live heap per stored message     5-52 B               188-236 B
+//
+// Publishing and fetching cost little more (the server inserts one
+// subject per message into its subject tree and block indexes: a few µs
+// of server CPU per job, against ~350 µs a job costs jetgate today), and
+// the server holds ~185 B of memory per ready job (185 MB for a backlog of
+// a million). But every lookup that matches subjects of a queue now walks
+// its jobs: ReadyLevels's multi_last and stream info must go. Levels then
+// come from the level consumers, whose num_pending the server keeps as
+// messages come and go (one consumer info, ~100 µs, per level, flat in the
+// number of jobs), or from no-wait pulls in priority order inside the
+// per-queue prefetch; the layout change must measure that fetch path.
+// Creating a level consumer walks the level's subjects to count them, ten
+// times slower with per-job subjects (34 ms for 100k jobs): jetgate
+// creates them on demand and drops them after an hour idle, so a deep
+// level pays it again after a quiet hour. The benchmarks run client and
+// server in one process, so a server holding a million subjects also slows
+// the client through GC (the 1M consumer info above).
+//
+// Upgrades: ready messages of the old layout (ojs.ready.<queue>.<priority>)
+// all have records, so lookups need nothing for them, but a level consumer
+// filtering only ojs.ready.<queue>.<priority>.> would never deliver them:
+// until they are drained a level consumer needs both filters
+// (FilterSubjects).
+//
+// Operators with the nats CLI see one subject per available job: nats
+// stream info OJS_READY counts them (subjects = ready jobs), nats stream
+// subjects OJS_READY lists every one of them (use a filter on a large
+// backlog), and nats stream get OJS_READY --last-for 'ojs.ready.*.*.<id>'
+// shows an available job's message, the whole job.
 package jobstore
