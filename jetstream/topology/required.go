@@ -7,10 +7,10 @@ package topology
 // the event stream (owned by jetstream/events) are not listed.
 func Required() []string {
 	out := make([]string, 0, 12)
-	for _, b := range []string{JobsBucket, QueuesBucket, DeadBucket, LimitsBucket, GroupsBucket, WorkersBucket, UniqueBucket} {
+	for _, b := range []string{JobsBucket, QueuesBucket, DeadBucket, LimitsBucket, GroupsBucket, WorkersBucket, UniqueBucket, WorkflowsBucket} {
 		out = append(out, KVStream(b))
 	}
-	return append(out, ReadyStream, WaitStream, TimerStream, CountStream, StatStream)
+	return append(out, ReadyStream, WaitStream, TimerStream, CountStream, StatStream, WorkflowTimerStream)
 }
 
 // KVStream returns the name of the stream that backs a KV bucket.
