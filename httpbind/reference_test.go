@@ -25,6 +25,7 @@ type everyBackend struct {
 	ProgressBackend
 	RateLimitBackend
 	WorkerBackend
+	WorkflowBackend
 }
 
 // A method shared by two embedded interfaces would make the selector
@@ -41,6 +42,7 @@ var (
 	_ ProgressBackend      = everyBackend{}
 	_ RateLimitBackend     = everyBackend{}
 	_ WorkerBackend        = everyBackend{}
+	_ WorkflowBackend      = everyBackend{}
 )
 
 const referencePath = "../docs/reference.md"

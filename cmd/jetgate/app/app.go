@@ -23,6 +23,7 @@ import (
 	"github.com/jetgate/jetgate/admission/metrics"
 	"github.com/jetgate/jetgate/admission/pools"
 	"github.com/jetgate/jetgate/admission/workers"
+	"github.com/jetgate/jetgate/admission/workflow"
 	"github.com/jetgate/jetgate/httpbind"
 	"github.com/jetgate/jetgate/jetstream/embedded"
 	"github.com/jetgate/jetgate/jetstream/events"
@@ -53,6 +54,7 @@ type Server struct {
 	svc     *admission.Service
 	workers *workers.Registry
 	pools   *pools.Pools
+	flows   *workflow.Engine
 	events  *events.Publisher
 	metrics *metrics.Metrics
 	httpSrv *http.Server
@@ -144,6 +146,9 @@ func (s *Server) start(ctx context.Context) error {
 	if err := s.svc.Start(ctx); err != nil {
 		return err
 	}
+	if err := s.startHooks(ctx); err != nil {
+		return err
+	}
 	if s.pools, err = pools.New(s.svc, s.workers); err != nil {
 		return err
 	}
@@ -180,7 +185,7 @@ func (s *Server) serveHTTP() error {
 	if err != nil {
 		return err
 	}
-	h, err := httpbind.New(backend{s.svc, adm, s.workers, s.pools}, httpbind.Config{
+	h, err := httpbind.New(backend{s.svc, adm, s.workers, s.pools, s.flows}, httpbind.Config{
 		MaxBodyBytes:            s.cfg.MaxBodyBytes,
 		MaxFetchCount:           s.cfg.MaxFetchCount,
 		Logger:                  s.log.With("component", "http"),
@@ -286,6 +291,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 				err = fmt.Errorf("http shutdown: %w", e)
 			}
 		}
+		s.stopHooks()
 		if s.svc != nil {
 			s.svc.Stop()
 		}
@@ -318,6 +324,7 @@ func (s *Server) kill() {
 	if s.ln != nil {
 		_ = s.httpSrv.Close()
 	}
+	s.stopHooks()
 	if s.svc != nil {
 		s.svc.Stop()
 	}

@@ -16,11 +16,14 @@ type backend struct {
 	*admin.Admin
 	*workers.Registry
 	*pools.Pools
+	// Workflows (admission/workflow).
+	httpbind.WorkflowBackend
 }
 
 var (
-	_ httpbind.AdminBackend  = backend{}
-	_ httpbind.WorkerBackend = backend{}
-	_ httpbind.PoolBackend   = backend{}
-	_ httpbind.Backend       = backend{}
+	_ httpbind.AdminBackend    = backend{}
+	_ httpbind.WorkerBackend   = backend{}
+	_ httpbind.PoolBackend     = backend{}
+	_ httpbind.WorkflowBackend = backend{}
+	_ httpbind.Backend         = backend{}
 )
