@@ -62,11 +62,17 @@ func (e *Engine) CreateWorkflow(ctx context.Context, spec *ojs.WorkflowSpec) (*o
 	for _, s := range first {
 		s.Enqueued = true
 	}
-	if err := e.arm(ctx, r); err != nil {
-		return nil, err
-	}
 	b, err := json.Marshal(r)
 	if err != nil {
+		return nil, err
+	}
+	if len(b) > MaxDefinitionBytes {
+		// Results are added as steps end; the record must stay well
+		// below the server's message size.
+		return nil, &ojs.ValidationError{Field: "steps", Rule: fmt.Sprintf("a definition of at most %d bytes", MaxDefinitionBytes),
+			Received: fmt.Sprintf("%d bytes", len(b))}
+	}
+	if err := e.arm(ctx, r); err != nil {
 		return nil, err
 	}
 	if _, err := e.cfg.KV.Create(ctx, r.ID, b); err != nil {
@@ -87,6 +93,11 @@ func (e *Engine) CreateWorkflow(ctx context.Context, spec *ojs.WorkflowSpec) (*o
 	}
 	return r.view(live), nil
 }
+
+// MaxDefinitionBytes bounds a workflow's stored definition (its steps'
+// jobs), leaving room in the record for the steps' results under the
+// server's default 1 MiB message size.
+const MaxDefinitionBytes = 256 << 10
 
 // Workflow returns the state and progress of a workflow. It reconciles
 // first: steps whose jobs ended without the workflow seeing it (a missed

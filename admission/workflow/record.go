@@ -50,11 +50,34 @@ type step struct {
 	Enqueued bool `json:"enqueued,omitempty"`
 	// State is the job's terminal state once the workflow has seen it
 	// ("" before).
-	State       ojs.State       `json:"state,omitempty"`
-	Result      json.RawMessage `json:"result,omitempty"`
-	Error       *ojs.JobError   `json:"error,omitempty"`
-	StartedAt   *ojs.Time       `json:"started_at,omitempty"`
-	CompletedAt *ojs.Time       `json:"completed_at,omitempty"`
+	State  ojs.State       `json:"state,omitempty"`
+	Result json.RawMessage `json:"result,omitempty"`
+	// ResultInJob is set when the result was too large for the record
+	// (maxStepResult, maxResults): it is read from the job when needed.
+	ResultInJob bool          `json:"result_in_job,omitempty"`
+	Error       *ojs.JobError `json:"error,omitempty"`
+	StartedAt   *ojs.Time     `json:"started_at,omitempty"`
+	CompletedAt *ojs.Time     `json:"completed_at,omitempty"`
+}
+
+// Bounds of the results a record holds, so that it stays below the
+// server's message size (1 MiB by default) with the definition
+// (MaxDefinitionBytes).
+const (
+	maxStepResult = 64 << 10
+	maxResults    = 512 << 10
+)
+
+// keepResult moves s's result out of the record when it is too large for
+// it, alone or with the others.
+func (r *record) keepResult(s *step) {
+	total := 0
+	for _, o := range r.all() {
+		total += len(o.Result)
+	}
+	if len(s.Result) > maxStepResult || total > maxResults {
+		s.Result, s.ResultInJob = nil, true
+	}
 }
 
 func (s *step) terminal() bool { return s.State != "" }

@@ -148,7 +148,9 @@ func (e *Engine) Admit(context.Context, admission.Jobs, []*ojs.Job) (admission.A
 // at once for jobs that are not workflow steps (one map lookup).
 func (e *Engine) JobChanged(ctx context.Context, j *ojs.Job, _ ojs.State) {
 	raw, ok := j.Extra[FieldWorkflowID]
-	if !ok || !j.State.Terminal() {
+	if !ok || !j.State.Terminal() || e.j() == nil {
+		// Not a step's end, or not bound yet (a timer of the service
+		// firing before Bind): the workflow's check timer sees the end.
 		return
 	}
 	var id string
@@ -260,6 +262,7 @@ func (e *Engine) advance(ctx context.Context, id string, ended []*ojs.Job) error
 		changed := false
 		for _, j := range ended {
 			if s := r.byJob(j.ID); s != nil && s.observe(j) {
+				r.keepResult(s)
 				changed = true
 			}
 		}
@@ -338,7 +341,7 @@ func (e *Engine) enqueueStep(ctx context.Context, r *record, s *step) (*ojs.Job,
 	}
 	j.Extra[FieldWorkflowID], _ = json.Marshal(r.ID)
 	j.Extra[FieldWorkflowStep], _ = json.Marshal(s.Name)
-	if parents := r.parents(s); parents != nil {
+	if parents := e.parents(ctx, r, s); parents != nil {
 		j.Extra[FieldParentResults], _ = json.Marshal(parents)
 	}
 	nj, err := e.j().Enqueue(ctx, j)
@@ -354,12 +357,21 @@ func (e *Engine) enqueueStep(ctx context.Context, r *record, s *step) (*ojs.Job,
 
 // parents returns the results s receives: a chain step its predecessor's
 // (L3-CHAIN-002), a callback every job's in order; nil for first steps
-// and group or batch jobs.
-func (r *record) parents(s *step) []json.RawMessage {
+// and group or batch jobs. A result kept out of the record is read from
+// its job.
+func (e *Engine) parents(ctx context.Context, r *record, s *step) []json.RawMessage {
+	result := func(p *step) json.RawMessage {
+		if p.ResultInJob {
+			if j, err := e.j().Get(ctx, p.JobID); err == nil {
+				return orNull(j.Result)
+			}
+		}
+		return orNull(p.Result)
+	}
 	if s.Kind != "" {
 		out := make([]json.RawMessage, len(r.Steps))
 		for i, p := range r.Steps {
-			out[i] = orNull(p.Result)
+			out[i] = result(p)
 		}
 		return out
 	}
@@ -368,7 +380,7 @@ func (r *record) parents(s *step) []json.RawMessage {
 	}
 	for i, p := range r.Steps {
 		if p == s && i > 0 {
-			return []json.RawMessage{orNull(r.Steps[i-1].Result)}
+			return []json.RawMessage{result(r.Steps[i-1])}
 		}
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -62,9 +63,34 @@ func (c *counting) createdCount(id string) int {
 }
 
 type node struct {
-	svc  *admission.Service
-	eng  *workflow.Engine
-	jobs *counting
+	svc    *admission.Service
+	eng    *workflow.Engine
+	jobs   *counting
+	events *capture
+}
+
+// capture records the workflow events an engine publishes.
+type capture struct {
+	mu     sync.Mutex
+	events []string // "type subject"
+}
+
+func (c *capture) Publish(eventType, subject string, data any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.events = append(c.events, eventType+" "+subject)
+}
+
+func (c *capture) count(eventType, subject string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, e := range c.events {
+		if e == eventType+" "+subject {
+			n++
+		}
+	}
+	return n
 }
 
 // startNodes starts n admission services, each with its own connection
@@ -82,7 +108,8 @@ func startNodes(t *testing.T, check time.Duration, hooked ...bool) []node {
 		if err != nil {
 			t.Fatalf("ensure: %v", err)
 		}
-		eng := workflow.New(workflow.Config{JS: js, KV: assets.Workflows, Timers: assets.WorkflowTimers, Check: check})
+		ev := &capture{}
+		eng := workflow.New(workflow.Config{JS: js, KV: assets.Workflows, Timers: assets.WorkflowTimers, Check: check, Events: ev})
 		var hooks []admission.Lifecycle
 		if hook {
 			hooks = []admission.Lifecycle{eng}
@@ -101,7 +128,7 @@ func startNodes(t *testing.T, check time.Duration, hooked ...bool) []node {
 			t.Fatalf("start engine: %v", err)
 		}
 		t.Cleanup(eng.Stop)
-		out[i] = node{svc: svc, eng: eng, jobs: c}
+		out[i] = node{svc: svc, eng: eng, jobs: c, events: ev}
 	}
 	return out
 }
@@ -250,6 +277,28 @@ func TestChain_L3_CHAIN_001_002(t *testing.T) {
 	if got.StepsCompleted != 3 || got.CompletedAt == nil || string(got.Steps[0].Result) != `{"rows":42}` {
 		t.Fatalf("completed %+v", got)
 	}
+	// L3-WF-EVT-001: started, each step completed, completed; once each.
+	for ev, want := range map[string]int{"workflow.started": 1, "workflow.step_completed": 3, "workflow.completed": 1, "workflow.failed": 0} {
+		if c := n.events.count(ev, w.ID); c != want {
+			t.Fatalf("%d %s events, want %d", c, ev, want)
+		}
+	}
+}
+
+// L3-CHAIN-002 with a result too large to keep in the workflow record:
+// the successor still receives it (read from the job).
+func TestChainLargeResult(t *testing.T) {
+	n := startNodes(t, time.Minute, true)[0]
+	w := create(t, n, fmt.Sprintf(chain3, "cl"))
+	big := `{"blob":"` + strings.Repeat("x", 100<<10) + `"}`
+	ack(t, n, fetch(t, n, "cl"), big)
+	second := fetch(t, n, "cl")
+	if string(second.Extra["parent_results"]) != "["+big+"]" {
+		t.Fatalf("parent_results of %d bytes, want the %d-byte result", len(second.Extra["parent_results"]), len(big))
+	}
+	if got := get(t, n, w.ID); got.Steps[0].State != "completed" || got.Steps[0].Result != nil {
+		t.Fatalf("first step %+v: want completed, its result kept in its job", got.Steps[0])
+	}
 }
 
 // L3-CHAIN-003: a step discarded after its retries halts the chain: the
@@ -268,6 +317,9 @@ func TestChainMiddleStepDiscarded_L3_CHAIN_003(t *testing.T) {
 	}
 	if got.Error == nil || got.Error.Code != "boom" {
 		t.Fatalf("workflow error %+v, want the step's", got.Error)
+	}
+	if c := n.events.count("workflow.failed", w.ID); c != 1 {
+		t.Fatalf("%d workflow.failed events, want 1 (L3-WF-EVT-001)", c)
 	}
 	fetchNone(t, n, "cd")
 }
