@@ -26,6 +26,7 @@ type everyBackend struct {
 	RateLimitBackend
 	WorkerBackend
 	CronBackend
+	WorkflowBackend
 }
 
 // A method shared by two embedded interfaces would make the selector
@@ -43,6 +44,7 @@ var (
 	_ RateLimitBackend     = everyBackend{}
 	_ WorkerBackend        = everyBackend{}
 	_ CronBackend          = everyBackend{}
+	_ WorkflowBackend      = everyBackend{}
 )
 
 const referencePath = "../docs/reference.md"

@@ -113,6 +113,7 @@ func (s *server) routes() []route {
 	rs = append(rs, s.workerRoutes()...)
 	rs = append(rs, s.poolRoutes()...)
 	rs = append(rs, s.cronRoutes()...)
+	rs = append(rs, s.workflowRoutes()...)
 	if s.cfg.MetricsHandler != nil {
 		rs = append(rs, route{http.MethodGet, "/metrics", s.cfg.MetricsHandler.ServeHTTP, body})
 	}

@@ -53,6 +53,10 @@ type Assets struct {
 	// their tick schedules (CronStream), both owned by admission/cron.
 	Cron      jetstream.KeyValue
 	CronTicks jetstream.Stream
+	// Workflows holds workflow records (WorkflowsBucket).
+	Workflows jetstream.KeyValue
+	// WorkflowTimers holds the workflows' check timers (WorkflowTimerStream).
+	WorkflowTimers jetstream.Stream
 }
 
 // Ensure creates or updates every bucket and stream jetgate needs. It is
@@ -71,8 +75,9 @@ func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Assets, e
 			// the marker left when one expires is kept this long.
 			markers = time.Hour
 		}
-		if name == UniqueBucket {
-			// Unique keys with a period expire with it (per-message TTL).
+		if name == UniqueBucket || name == WorkflowsBucket {
+			// Unique keys with a period expire with it, finished workflow
+			// records after their retention (per-message TTL).
 			markers = time.Minute
 		}
 		var ttl time.Duration
@@ -102,6 +107,7 @@ func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Assets, e
 	kv(WorkersBucket, "jetgate worker registry, key = escaped worker id", &a.Workers)
 	kv(UniqueBucket, "jetgate unique job keys, key = escaped uniqueness key", &a.Unique)
 	kv(CronBucket, "jetgate cron job definitions, key = escaped cron name", &a.Cron)
+	kv(WorkflowsBucket, "jetgate workflow records, key = workflow id", &a.Workflows)
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +121,7 @@ func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Assets, e
 		for _, b := range []struct {
 			name string
 			dst  *jetstream.KeyValue
-		}{{JobsBucket, &a.Jobs}, {QueuesBucket, &a.Queues}, {DeadBucket, &a.Dead}, {LimitsBucket, &a.Limits}, {GroupsBucket, &a.Groups}, {WorkersBucket, &a.Workers}, {UniqueBucket, &a.Unique}, {CronBucket, &a.Cron}} {
+		}{{JobsBucket, &a.Jobs}, {QueuesBucket, &a.Queues}, {DeadBucket, &a.Dead}, {LimitsBucket, &a.Limits}, {GroupsBucket, &a.Groups}, {WorkersBucket, &a.Workers}, {UniqueBucket, &a.Unique}, {CronBucket, &a.Cron}, {WorkflowsBucket, &a.Workflows}} {
 			if *b.dst, err = leaderReads(ctx, js, b.name); err != nil {
 				return nil, err
 			}
@@ -195,6 +201,22 @@ func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Assets, e
 	})
 	if err != nil {
 		return nil, fmt.Errorf("ensure stream %s: %w", CronStream, err)
+	}
+	a.WorkflowTimers, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:        WorkflowTimerStream,
+		Description: "jetgate workflow check timers: message schedules (ojs.wftimer.<workflow>) firing to ojs.wffired",
+		Subjects:    []string{WorkflowTimerSubjects, WorkflowFiredSubject},
+		// WorkQueue: a fired timer is gone once handled; the consumer
+		// filters the fired subject only.
+		Retention:         jetstream.WorkQueuePolicy,
+		Storage:           cfg.Storage,
+		Replicas:          cfg.Replicas,
+		AllowMsgSchedules: true,
+		AllowMsgTTL:       true,
+		AllowRollup:       true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ensure stream %s: %w", WorkflowTimerStream, err)
 	}
 	a.Counts, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name:              CountStream,

@@ -35,6 +35,21 @@ const (
 	// CronBucket holds the cron job definitions (admission/cron), key =
 	// Token(cron name); each tick advances its entry by compare-and-swap.
 	CronBucket = "OJS_CRON"
+	// WorkflowsBucket holds one record per workflow (admission/workflow),
+	// key = workflow id; every change is a compare-and-swap on its revision.
+	WorkflowsBucket = "OJS_WORKFLOWS"
+	// WorkflowTimerStream holds each active workflow's check timer: a
+	// message schedule on ojs.wftimer.<workflow id> firing to
+	// WorkflowFiredSubject, consumed by WorkflowTimerConsumer.
+	WorkflowTimerStream = "OJS_WORKFLOW_TIMERS"
+	// WorkflowTimerSubjects are the schedule subjects of workflow timers.
+	WorkflowTimerSubjects = "ojs.wftimer.>"
+	// WorkflowTimerPattern is the schedule subject of one workflow's timer.
+	WorkflowTimerPattern = "ojs.wftimer.%s"
+	// WorkflowFiredSubject is where workflow timers fire to.
+	WorkflowFiredSubject = "ojs.wffired"
+	// WorkflowTimerConsumer is the durable consumer of fired workflow timers.
+	WorkflowTimerConsumer = "workflows"
 
 	// ReadyStream holds one message per job that is ready to run.
 	ReadyStream = "OJS_READY"
@@ -202,6 +217,9 @@ func WaitEntryFilter(entry string) string {
 func TimerSchedule(kind, jobID string) string {
 	return fmt.Sprintf(TimerSchedulePattern, kind, Token(jobID))
 }
+
+// WorkflowTimer returns the schedule subject of a workflow's check timer.
+func WorkflowTimer(id string) string { return fmt.Sprintf(WorkflowTimerPattern, Token(id)) }
 
 // TimerFired returns the subject a timer kind fires to.
 func TimerFired(kind string) string { return fmt.Sprintf(TimerFiredPattern, kind) }

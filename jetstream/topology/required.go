@@ -6,11 +6,11 @@ package topology
 // (a bounded queue's depth stream, the overdraft and blocked streams) and
 // the event stream (owned by jetstream/events) are not listed.
 func Required() []string {
-	out := make([]string, 0, 14)
-	for _, b := range []string{JobsBucket, QueuesBucket, DeadBucket, LimitsBucket, GroupsBucket, WorkersBucket, UniqueBucket, CronBucket} {
+	out := make([]string, 0, 16)
+	for _, b := range []string{JobsBucket, QueuesBucket, DeadBucket, LimitsBucket, GroupsBucket, WorkersBucket, UniqueBucket, CronBucket, WorkflowsBucket} {
 		out = append(out, KVStream(b))
 	}
-	return append(out, ReadyStream, WaitStream, TimerStream, CronStream, CountStream, StatStream)
+	return append(out, ReadyStream, WaitStream, TimerStream, CronStream, CountStream, StatStream, WorkflowTimerStream)
 }
 
 // KVStream returns the name of the stream that backs a KV bucket.

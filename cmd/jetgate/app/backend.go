@@ -18,12 +18,15 @@ type backend struct {
 	*workers.Registry
 	*pools.Pools
 	*cron.Scheduler
+	// Workflows (admission/workflow).
+	httpbind.WorkflowBackend
 }
 
 var (
-	_ httpbind.AdminBackend  = backend{}
-	_ httpbind.WorkerBackend = backend{}
-	_ httpbind.PoolBackend   = backend{}
-	_ httpbind.CronBackend   = backend{}
-	_ httpbind.Backend       = backend{}
+	_ httpbind.AdminBackend    = backend{}
+	_ httpbind.WorkerBackend   = backend{}
+	_ httpbind.PoolBackend     = backend{}
+	_ httpbind.CronBackend     = backend{}
+	_ httpbind.WorkflowBackend = backend{}
+	_ httpbind.Backend         = backend{}
 )

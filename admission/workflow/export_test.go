@@ -1,0 +1,4 @@
+package workflow
+
+// StepJobID is stepJobID, for tests.
+var StepJobID = stepJobID
