@@ -23,19 +23,21 @@ import (
 // So the claims of a queue's pulls take their turns at the limits in
 // message order, entry by entry, across the pulls of this process still
 // being claimed (a fetch's later round, or fetches served by the pulls
-// one after the other): a claim counts its start (acquireLimits) only
-// after every earlier claim that must pass one of the same
-// entries has passed, that is, had its start counted, or was refused and
-// went where its on_limit sends it (parked, rescheduled, dropped), or
-// ended otherwise. Each claim names its entries as soon as it has read its
-// job (limitChecks); a later claim waits for that before deciding whether
-// it must wait. The records are still read, and the records of jobs
-// without limits written, in parallel: only the limit updates of jobs that
-// share an entry run one after the other, each still one compare-and-swap,
-// and a fetch of jobs without limits waits for nothing. Claims in other
-// processes are not ordered with these: fetches there race for the limits
-// as concurrent fetches of different workers do, each from the messages
-// JetStream handed it.
+// one after the other). Each claim names its entries as soon as it has
+// read its job (limitChecks). A claim queues its update of an entry
+// (acquireLimits) only after every earlier claim naming that entry has
+// queued its own, or passed: kvlimits applies the updates of an entry in
+// the order they were queued, several in one compare-and-swap when they
+// come together, so the starts are counted in message order and a fetch
+// of jobs of one key still costs one write, not one per job. A claim that
+// was refused goes where its on_limit sends it (parked, rescheduled,
+// dropped) only after every earlier claim sharing one of its entries has
+// passed: had its start counted, been sent on its way likewise, or ended
+// otherwise; so waiters are parked in message order too. Records are read
+// and written in parallel as before, and a claim of a job without limits
+// waits for nothing. Claims in other processes are not ordered with these:
+// fetches there race for the limits as concurrent fetches of different
+// workers do, each from the messages JetStream handed it.
 
 // claimOrder orders the claims of one pull's messages, after those of the
 // queue's earlier pulls in this process still under way.
@@ -54,8 +56,10 @@ type claimOrder struct {
 type claimTurn struct {
 	o *claimOrder
 	i int
-	// entries is set before known is closed.
+	// entries and queued (one channel per entry, closed once the claim's
+	// update of that entry is queued) are set before known is closed.
 	entries  []string
+	queued   map[string]chan struct{}
 	known    chan struct{}
 	passed   chan struct{}
 	declared sync.Once
@@ -82,8 +86,48 @@ func (t *claimTurn) declare(entries []string) {
 	}
 	t.declared.Do(func() {
 		t.entries = entries
+		t.queued = make(map[string]chan struct{}, len(entries))
+		for _, e := range entries {
+			t.queued[e] = make(chan struct{})
+		}
 		close(t.known)
 	})
+}
+
+// awaitEntry waits until every earlier claim naming entry has queued its
+// update of it, or passed.
+func (t *claimTurn) awaitEntry(ctx context.Context, entry string) error {
+	if t == nil {
+		return nil
+	}
+	return t.eachEarlier(ctx, func(e *claimTurn) error {
+		q, ok := e.queued[entry]
+		if !ok {
+			return nil
+		}
+		select {
+		case <-q:
+		case <-e.passed:
+		case <-ctx.Done():
+			return jobstore.Unavailable(ctx.Err())
+		}
+		return nil
+	})
+}
+
+// markQueued notes that the claim's update of entry is queued. Only the
+// claim's own goroutine calls it.
+func (t *claimTurn) markQueued(entry string) {
+	if t == nil {
+		return
+	}
+	if q, ok := t.queued[entry]; ok {
+		select {
+		case <-q:
+		default:
+			close(q)
+		}
+	}
 }
 
 // await waits until every earlier claim sharing an entry with this one
@@ -92,31 +136,40 @@ func (t *claimTurn) await(ctx context.Context) error {
 	if t == nil || len(t.entries) == 0 {
 		return nil
 	}
-	if earlier := t.o.earlier.Load(); earlier != nil {
-		for _, o := range *earlier {
-			if err := t.after(ctx, o.turns); err != nil {
-				return err
-			}
-		}
-	}
-	return t.after(ctx, t.o.turns[:t.i])
-}
-
-// after waits until every turn of turns sharing an entry with t passed.
-func (t *claimTurn) after(ctx context.Context, turns []*claimTurn) error {
-	for _, e := range turns {
-		select {
-		case <-e.known:
-		case <-ctx.Done():
-			return jobstore.Unavailable(ctx.Err())
-		}
+	return t.eachEarlier(ctx, func(e *claimTurn) error {
 		if !slices.ContainsFunc(e.entries, func(n string) bool { return slices.Contains(t.entries, n) }) {
-			continue
+			return nil
 		}
 		select {
 		case <-e.passed:
 		case <-ctx.Done():
 			return jobstore.Unavailable(ctx.Err())
+		}
+		return nil
+	})
+}
+
+// eachEarlier calls f with every earlier turn, in order, once it named
+// its entries.
+func (t *claimTurn) eachEarlier(ctx context.Context, f func(*claimTurn) error) error {
+	var earlier []*claimOrder
+	if p := t.o.earlier.Load(); p != nil {
+		earlier = *p
+	}
+	for k := 0; k <= len(earlier); k++ {
+		turns := t.o.turns[:t.i]
+		if k < len(earlier) {
+			turns = earlier[k].turns
+		}
+		for _, e := range turns {
+			select {
+			case <-e.known:
+			case <-ctx.Done():
+				return jobstore.Unavailable(ctx.Err())
+			}
+			if err := f(e); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

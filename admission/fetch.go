@@ -389,13 +389,9 @@ func (s *Service) claim(ctx context.Context, msg jetstream.Msg, turn *claimTurn,
 			// take its starts back before counting this one's.
 			s.undoStarts(ctx, held)
 			held, refusal = nil, nil
-			// Earlier claims of the pull sharing an entry go first; a
-			// refused one passes only once parked (onLimited), so
-			// waiters are parked in message order too.
-			if err := turn.await(ctx); err != nil {
-				return err
-			}
-			h, r, err := s.acquireLimits(ctx, nj, checks, promoted)
+			// Earlier claims of the queue's pulls sharing an entry are
+			// counted first (claimorder.go).
+			h, r, err := s.acquireLimits(ctx, nj, checks, promoted, turn)
 			switch {
 			case err != nil:
 				return err
@@ -448,6 +444,11 @@ func (s *Service) claim(ctx context.Context, msg jetstream.Msg, turn *claimTurn,
 		s.orphan(msg)
 		return nil, nil
 	case errors.Is(err, errLimited):
+		// Parked (or rescheduled, dropped) after the earlier claims
+		// sharing an entry went their way: waiters stay in message order.
+		if err := turn.await(ctx); err != nil {
+			return nil, err
+		}
 		if err := s.onLimited(ctx, msg, old, refusal); err != nil {
 			return nil, err
 		}
