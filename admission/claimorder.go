@@ -28,8 +28,9 @@ import (
 // (acquireLimits) only after every earlier claim naming that entry has
 // queued its own, or passed: kvlimits applies the updates of an entry in
 // the order they were queued, several in one compare-and-swap when they
-// come together, so the starts are counted in message order and a fetch
-// of jobs of one key still costs one write, not one per job. A claim that
+// come together, so the starts are counted in message order and the
+// claims of a fetch of jobs of one key still share their writes (a fetch
+// of 20 costs about 3), rather than one write each. A claim that
 // was refused goes where its on_limit sends it (parked, rescheduled,
 // dropped) only after every earlier claim sharing one of its entries has
 // passed: had its start counted, been sent on its way likewise, or ended
