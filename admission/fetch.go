@@ -115,8 +115,9 @@ func queueOrder(req ojs.FetchRequest) []string {
 func (s *Service) fetchQueue(ctx context.Context, queue string, want int, req ojs.FetchRequest) ([]*ojs.Job, error) {
 	var out []*ojs.Job
 	for round := 0; round < 8 && len(out) < want; round++ {
-		msgs, err := s.puller(queue).take(ctx, want-len(out))
+		msgs, turns, err := s.puller(queue).take(ctx, want-len(out))
 		if err != nil {
+			passAll(turns)
 			return out, err
 		}
 		if len(msgs) == 0 {
@@ -128,19 +129,21 @@ func (s *Service) fetchQueue(ctx context.Context, queue string, want int, req oj
 			for _, m := range msgs {
 				_ = m.Nak()
 			}
+			passAll(turns)
 			return out, jobstore.Unavailable(err)
 		}
-		out = append(out, s.claimAll(ctx, queue, msgs, req)...)
+		out = append(out, s.claimAll(ctx, queue, msgs, turns, req)...)
 	}
 	return out, nil
 }
 
 // claimAll claims each message's job, in parallel, keeping message order
-// (which is priority order).
-func (s *Service) claimAll(ctx context.Context, queue string, msgs []jetstream.Msg, req ojs.FetchRequest) []*ojs.Job {
+// (which is priority order); the claims pass rate limits in that order
+// too (turns, claimorder.go).
+func (s *Service) claimAll(ctx context.Context, queue string, msgs []jetstream.Msg, turns []*claimTurn, req ojs.FetchRequest) []*ojs.Job {
 	jobs := make([]*ojs.Job, len(msgs))
 	claim := func(i int) {
-		j, err := s.claim(ctx, msgs[i], req)
+		j, err := s.claim(ctx, msgs[i], turns[i], req)
 		if err != nil {
 			_ = msgs[i].Nak()
 			s.log.Warn("claim failed", "queue", queue, "error", err)
@@ -338,8 +341,11 @@ func (s *Service) consumer(ctx context.Context, queue string, prio int) (jetstre
 // claim turns one ready message into an active job, or returns nil when
 // the message is stale (the job moved on) or the job expired. It is one
 // transition of the job; what happens to the message follows from the
-// outcome.
-func (s *Service) claim(ctx context.Context, msg jetstream.Msg, req ojs.FetchRequest) (*ojs.Job, error) {
+// outcome. turn orders its limit updates after those of the earlier
+// messages of its pull (claimorder.go); it passes when claim returns, or
+// as soon as the start is counted.
+func (s *Service) claim(ctx context.Context, msg jetstream.Msg, turn *claimTurn, req ojs.FetchRequest) (*ojs.Job, error) {
+	defer turn.pass()
 	ref, ok := jobstore.Ref(msg.Headers())
 	if !ok {
 		_ = msg.Term()
@@ -364,6 +370,7 @@ func (s *Service) claim(ctx context.Context, msg jetstream.Msg, req ojs.FetchReq
 		nj := s.activate(j, req, s.now())
 		checks := s.limitChecks(j)
 		nj.Internal.Limits = limitEntryNames(checks)
+		turn.declare(nj.Internal.Limits)
 		var leaseTimer func(context.Context, *ojs.Job) error
 		deferral = s.leaseDeferral(nj.Internal.LeaseUntil.Sub(nj.StartedAt.Time))
 		if deferral > 0 {
@@ -382,7 +389,9 @@ func (s *Service) claim(ctx context.Context, msg jetstream.Msg, req ojs.FetchReq
 			// take its starts back before counting this one's.
 			s.undoStarts(ctx, held)
 			held, refusal = nil, nil
-			h, r, err := s.acquireLimits(ctx, nj, checks, promoted)
+			// Earlier claims of the queue's pulls sharing an entry are
+			// counted first (claimorder.go).
+			h, r, err := s.acquireLimits(ctx, nj, checks, promoted, turn)
 			switch {
 			case err != nil:
 				return err
@@ -391,6 +400,7 @@ func (s *Service) claim(ctx context.Context, msg jetstream.Msg, req ojs.FetchReq
 				return errLimited
 			}
 			held = h
+			turn.pass()
 			if leaseTimer != nil {
 				return leaseTimer(ctx, nj)
 			}
@@ -434,6 +444,11 @@ func (s *Service) claim(ctx context.Context, msg jetstream.Msg, req ojs.FetchReq
 		s.orphan(msg)
 		return nil, nil
 	case errors.Is(err, errLimited):
+		// Parked (or rescheduled, dropped) after the earlier claims
+		// sharing an entry went their way: waiters stay in message order.
+		if err := turn.await(ctx); err != nil {
+			return nil, err
+		}
 		if err := s.onLimited(ctx, msg, old, refusal); err != nil {
 			return nil, err
 		}

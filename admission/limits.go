@@ -76,10 +76,19 @@ type limitRefusal struct {
 
 // acquireLimits counts the start of nj in every entry of checks, or in
 // none: a refusal takes back the starts counted before it.
-func (s *Service) acquireLimits(ctx context.Context, nj *ojs.Job, checks []limitCheck, promoted bool) ([]heldStart, *limitRefusal, error) {
+//
+// turn orders the updates after those of earlier claims of the same pulls
+// (claimorder.go): each entry's update is queued only once theirs are.
+func (s *Service) acquireLimits(ctx context.Context, nj *ojs.Job, checks []limitCheck, promoted bool, turn *claimTurn) ([]heldStart, *limitRefusal, error) {
 	inLine := nj.RateLimit.Action() == ojs.OnLimitWait
 	var held []heldStart
 	for _, c := range checks {
+		name := c.entry.Name()
+		if err := turn.awaitEntry(ctx, name); err != nil {
+			// Nothing was written to this entry.
+			s.undoStarts(ctx, held)
+			return nil, nil, err
+		}
 		if promoted {
 			s.awaitThrottle(ctx, c.entry)
 		}
@@ -100,7 +109,7 @@ func (s *Service) acquireLimits(ctx context.Context, nj *ojs.Job, checks []limit
 		}
 		var err error
 		for try := 0; ; try++ {
-			err = s.limits.Update(ctx, c.entry, func(st *kvlimits.State) bool {
+			err = s.limits.UpdateQueued(ctx, c.entry, func(st *kvlimits.State) bool {
 				// Read the clock with the state the decision is made on: a
 				// start granted now is later than every release it saw.
 				at = s.now()
@@ -114,7 +123,7 @@ func (s *Service) acquireLimits(ctx context.Context, nj *ojs.Job, checks []limit
 				}, at)
 				waiting = st.Waiting > 0
 				return true
-			})
+			}, func() { turn.markQueued(name) })
 			if err != nil || d == nil || d.Strategy != kvlimits.StrategyThrottle {
 				break
 			}

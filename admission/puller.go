@@ -2,6 +2,7 @@ package admission
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -25,6 +26,9 @@ type puller struct {
 	mu      sync.Mutex
 	waiting []*pullWaiter
 	busy    bool
+	// claiming are the claim orders of pulls whose messages are not all
+	// claimed or put back yet (claimorder.go).
+	claiming []*claimOrder
 }
 
 // maxPull bounds the messages asked for in one pull.
@@ -36,6 +40,7 @@ type pullWaiter struct {
 	// the waiter must run the next pull. wake is signalled after either.
 	served, lead bool
 	msgs         []jetstream.Msg
+	turns        []*claimTurn // msgs' turns at the limits (claimorder.go)
 	err          error
 	wake         chan struct{}
 }
@@ -48,8 +53,10 @@ func (s *Service) puller(queue string) *puller {
 	return p.(*puller)
 }
 
-// take returns up to want ready messages, highest priority first.
-func (p *puller) take(ctx context.Context, want int) ([]jetstream.Msg, error) {
+// take returns up to want ready messages, highest priority first, with
+// their turns at the limits (claimorder.go): each turn must pass once its
+// message is claimed or put back.
+func (p *puller) take(ctx context.Context, want int) ([]jetstream.Msg, []*claimTurn, error) {
 	w := &pullWaiter{want: want, wake: make(chan struct{}, 1)}
 	p.mu.Lock()
 	p.waiting = append(p.waiting, w)
@@ -63,11 +70,11 @@ func (p *puller) take(ctx context.Context, want int) ([]jetstream.Msg, error) {
 		lead, w.lead = w.lead, false
 		p.mu.Unlock()
 		if served {
-			return w.msgs, w.err
+			return w.msgs, w.turns, w.err
 		}
 	}
 	p.run(ctx, w)
-	return w.msgs, w.err
+	return w.msgs, w.turns, w.err
 }
 
 // run pulls for the waiting fetches, oldest first, until self is served,
@@ -102,9 +109,18 @@ func (p *puller) run(ctx context.Context, self *pullWaiter) {
 		// other requests too. Every JetStream call in it has a timeout.
 		msgs, err := p.s.pull(context.WithoutCancel(ctx), p.queue, total)
 		p.mu.Lock()
+		// The claims of all the fetches served take their turns at the
+		// limits in the order of the pull, after those of earlier pulls
+		// still being claimed (claimorder.go).
+		order := newClaimOrder(len(msgs), slices.Clone(p.claiming), p.retire)
+		if len(msgs) > 0 {
+			p.claiming = append(p.claiming, order)
+		}
+		turns := order.turns
 		for _, w := range batch {
 			n := min(w.want, len(msgs))
 			w.msgs, msgs = msgs[:n:n], msgs[n:]
+			w.turns, turns = turns[:n:n], turns[n:]
 			if n == 0 {
 				w.err = err
 			}
@@ -117,5 +133,15 @@ func (p *puller) run(ctx context.Context, self *pullWaiter) {
 		for _, m := range msgs {
 			_ = m.Nak()
 		}
+		passAll(turns)
+	}
+}
+
+// retire forgets a claim order whose turns all passed.
+func (p *puller) retire(o *claimOrder) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if i := slices.Index(p.claiming, o); i >= 0 {
+		p.claiming = slices.Delete(p.claiming, i, i+1)
 	}
 }

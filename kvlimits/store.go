@@ -124,6 +124,14 @@ func (s *Store) entry(e Entry) *entry {
 // (it may record its outcome in variables it closes over: the last run is
 // the one that was written). A missing entry starts as an empty State.
 func (s *Store) Update(ctx context.Context, e Entry, fn func(*State) bool) error {
+	return s.UpdateQueued(ctx, e, fn, nil)
+}
+
+// UpdateQueued is Update, calling queued (if not nil) once the change is
+// queued: changes of one entry are applied in the order they were queued
+// in this Store, together in one compare-and-swap or in later ones, so a
+// change queued after queued was called is applied after this one.
+func (s *Store) UpdateQueued(ctx context.Context, e Entry, fn func(*State) bool, queued func()) error {
 	en := s.entry(e)
 	c := &change{fn: fn, done: make(chan struct{})}
 	en.mu.Lock()
@@ -131,6 +139,9 @@ func (s *Store) Update(ctx context.Context, e Entry, fn func(*State) bool) error
 	lead := !en.busy
 	en.busy = true
 	en.mu.Unlock()
+	if queued != nil {
+		queued()
+	}
 	if lead {
 		s.run(context.WithoutCancel(ctx), en)
 	}
