@@ -171,52 +171,42 @@ func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Assets, e
 	if err != nil {
 		return nil, fmt.Errorf("ensure stream %s: %w", WaitStream, err)
 	}
-	a.Timers, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name:        TimerStream,
-		Description: "jetgate timers: message schedules (ojs.timer.<kind>.<job>) firing to ojs.fired.<kind>",
-		Subjects:    []string{TimerScheduleSubjects, TimerFiredSubjects, TimerCancelSubject},
-		// WorkQueue: a fired timer is gone once handled. Schedules themselves
-		// are never consumed (the timers consumer filters ojs.fired.>), and
-		// cancel markers carry a per-message TTL.
-		Retention:         jetstream.WorkQueuePolicy,
-		Storage:           cfg.Storage,
-		Replicas:          cfg.Replicas,
-		AllowMsgSchedules: true,
-		AllowMsgTTL:       true,
-		AllowRollup:       true,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("ensure stream %s: %w", TimerStream, err)
+	// Timer streams: message schedules firing to a subject that one
+	// durable consumer, shared by every process, filters. WorkQueue: a
+	// fired message is gone once handled; the schedules themselves are
+	// never consumed. Per-message TTL and rollup serve cancel markers.
+	timerStream := func(dst *jetstream.Stream, name, desc string, subjects ...string) error {
+		st, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+			Name:              name,
+			Description:       desc,
+			Subjects:          subjects,
+			Retention:         jetstream.WorkQueuePolicy,
+			Storage:           cfg.Storage,
+			Replicas:          cfg.Replicas,
+			AllowMsgSchedules: true,
+			AllowMsgTTL:       true,
+			AllowRollup:       true,
+		})
+		if err != nil {
+			return fmt.Errorf("ensure stream %s: %w", name, err)
+		}
+		*dst = st
+		return nil
 	}
-	a.CronTicks, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name:        CronStream,
-		Description: "jetgate cron ticks: one message schedule per cron job (ojs.cron.tick.<name>.<gen>) firing to ojs.cron.fired",
-		Subjects:    []string{CronSubjects},
-		// WorkQueue: a fired tick is gone once handled; the schedules are
-		// never consumed (the cron consumer filters ojs.cron.fired).
-		Retention:         jetstream.WorkQueuePolicy,
-		Storage:           cfg.Storage,
-		Replicas:          cfg.Replicas,
-		AllowMsgSchedules: true,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("ensure stream %s: %w", CronStream, err)
+	if err := timerStream(&a.Timers, TimerStream,
+		"jetgate timers: message schedules (ojs.timer.<kind>.<job>) firing to ojs.fired.<kind>",
+		TimerScheduleSubjects, TimerFiredSubjects, TimerCancelSubject); err != nil {
+		return nil, err
 	}
-	a.WorkflowTimers, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name:        WorkflowTimerStream,
-		Description: "jetgate workflow check timers: message schedules (ojs.wftimer.<workflow>) firing to ojs.wffired",
-		Subjects:    []string{WorkflowTimerSubjects, WorkflowFiredSubject},
-		// WorkQueue: a fired timer is gone once handled; the consumer
-		// filters the fired subject only.
-		Retention:         jetstream.WorkQueuePolicy,
-		Storage:           cfg.Storage,
-		Replicas:          cfg.Replicas,
-		AllowMsgSchedules: true,
-		AllowMsgTTL:       true,
-		AllowRollup:       true,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("ensure stream %s: %w", WorkflowTimerStream, err)
+	if err := timerStream(&a.CronTicks, CronStream,
+		"jetgate cron ticks: one message schedule per cron job (ojs.cron.tick.<name>.<gen>) firing to ojs.cron.fired",
+		CronSubjects); err != nil {
+		return nil, err
+	}
+	if err := timerStream(&a.WorkflowTimers, WorkflowTimerStream,
+		"jetgate workflow check timers: message schedules (ojs.wftimer.<workflow>) firing to ojs.wffired",
+		WorkflowTimerSubjects, WorkflowFiredSubject); err != nil {
+		return nil, err
 	}
 	a.Counts, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name:              CountStream,
