@@ -211,18 +211,9 @@ func (e *Env) HTTPBatchDrain(ctx context.Context, queue string, n, batch, handle
 // WorkQueue stream, each message acked by its handler with an ack the
 // server confirms (DoubleAck), as an ack request waits for its answer.
 func (e *Env) RawBatchDrain(ctx context.Context, n, batch, handlers, size int) (Sample, error) {
-	run := nextRun()
-	subj := fmt.Sprintf(rawSubject, run)
-	cons, err := e.raw.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
-		Durable:       fmt.Sprintf("raw_drain_%d", run),
-		FilterSubject: subj,
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       30 * time.Second,
-		MaxAckPending: -1,
-		MaxDeliver:    -1,
-	})
+	subj, cons, err := e.rawRun(ctx, "raw_drain")
 	if err != nil {
-		return Sample{}, fmt.Errorf("create raw consumer: %w", err)
+		return Sample{}, err
 	}
 	defer e.cleanupRaw(subj, cons.CachedInfo().Name)
 	ins, err := enqueueRun(ctx, Shape{Jobs: n, Producers: 1}, batch, func(ctx context.Context, first, k int) error {

@@ -58,18 +58,9 @@ func argIndex(args []byte) (int, error) {
 // async) and pull with FetchNoWait(fetch) + Ack on a WorkQueue stream,
 // with the same producer and worker goroutines as the jetgate paths.
 func (e *Env) RawRoundTrip(ctx context.Context, sh Shape, async bool, fetch int) (Sample, error) {
-	run := nextRun()
-	subj := fmt.Sprintf(rawSubject, run)
-	cons, err := e.raw.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
-		Durable:       fmt.Sprintf("raw_%d", run),
-		FilterSubject: subj,
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       30 * time.Second,
-		MaxAckPending: -1,
-		MaxDeliver:    -1,
-	})
+	subj, cons, err := e.rawRun(ctx, "raw")
 	if err != nil {
-		return Sample{}, fmt.Errorf("create raw consumer: %w", err)
+		return Sample{}, err
 	}
 	defer e.cleanupRaw(subj, cons.CachedInfo().Name)
 	size := sh.payloadBytes()
@@ -301,4 +292,23 @@ func post(ctx context.Context, hc *http.Client, url string, body []byte, want in
 		return nil
 	}
 	return json.Unmarshal(raw, out)
+}
+
+// rawRun makes the subject of a new raw run and its durable pull consumer
+// (named prefix_<run>) on the WorkQueue baseline stream.
+func (e *Env) rawRun(ctx context.Context, prefix string) (string, jetstream.Consumer, error) {
+	run := nextRun()
+	subj := fmt.Sprintf(rawSubject, run)
+	cons, err := e.raw.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
+		Durable:       fmt.Sprintf("%s_%d", prefix, run),
+		FilterSubject: subj,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       30 * time.Second,
+		MaxAckPending: -1,
+		MaxDeliver:    -1,
+	})
+	if err != nil {
+		return "", nil, fmt.Errorf("create raw consumer: %w", err)
+	}
+	return subj, cons, nil
 }
