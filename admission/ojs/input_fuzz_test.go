@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // validationError fails t unless err is a *ValidationError naming a field
@@ -193,6 +195,49 @@ func FuzzAging(f *testing.F) {
 		var c Aging
 		if err := json.Unmarshal(out, &c); err != nil || !reflect.DeepEqual(a, c) {
 			t.Fatalf("%s -> %s -> %+v, %v (was %+v)", b, out, c, err, a)
+		}
+	})
+}
+
+// FuzzParseTime: scheduled_at and expires_at (ojs-json-format.md 5, and
+// the relative "+PT5S" the SDKs' delay options send) parse or are a
+// ValidationError naming the field; an accepted time is within years
+// 0000-9999, a relative one is the duration after now, and an absolute
+// one reads back from its text to the same instant.
+func FuzzParseTime(f *testing.F) {
+	for _, s := range []string{
+		`"+PT5S"`, `"+P1D"`, `"+PT0.5S"`, `"+-PT5S"`, `"+"`, `"+P99999999Y"`, `"2026-03-01T09:00:00Z"`,
+		`"2026-03-01T09:00:00.123+05:30"`, `"2026-03-01T09:00:00"`, `"9999-12-31T23:59:59-01:00"`, `5`, `null`, `"\u00ff"`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		before := time.Now()
+		v, ok, err := parseTime(cand{prefix: "options.", key: "scheduled_at", raw: raw}, time.Now())
+		if err != nil {
+			var ve *ValidationError
+			if !errors.As(err, &ve) || ve.Field != "options.scheduled_at" {
+				t.Fatalf("%s: error %T %v does not name options.scheduled_at", raw, err, err)
+			}
+			return
+		}
+		if !ok || v.Year() < 0 || v.Year() > 9999 {
+			t.Fatalf("%s: accepted %v", raw, v.Time)
+		}
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			t.Fatalf("%s: accepted a non-string", raw)
+		}
+		if rel, isRel := strings.CutPrefix(s, "+"); isRel {
+			d, err := ParseISODuration(rel)
+			if err != nil || v.Before(before.Add(d).Truncate(time.Millisecond)) {
+				t.Fatalf("%s: relative time %v is before now + %v (%v)", raw, v.Time, d, err)
+			}
+			return
+		}
+		var back Time
+		if err := json.Unmarshal([]byte(strconv.Quote(v.Text())), &back); err != nil || !back.Time.Equal(v.Time) {
+			t.Fatalf("%s: text %q reads back as %v, %v", raw, v.Text(), back.Time, err)
 		}
 	})
 }
