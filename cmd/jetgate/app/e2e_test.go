@@ -81,7 +81,7 @@ func (c client) must(status int, method, path string, body any) map[string]any {
 func obj(v any) map[string]any { m, _ := v.(map[string]any); return m }
 func list(v any) []any         { l, _ := v.([]any); return l }
 
-func startApp(t *testing.T, cfg app.Config) *app.Server {
+func startApp(t testing.TB, cfg app.Config) *app.Server {
 	t.Helper()
 	if cfg.DataDir == "" {
 		cfg.DataDir = t.TempDir()
@@ -114,7 +114,7 @@ func startApp(t *testing.T, cfg app.Config) *app.Server {
 // testLog forwards jetgate's error logs to the test log while the test runs.
 type testLog struct {
 	mu   sync.Mutex
-	t    *testing.T
+	t    testing.TB
 	done bool
 }
 
