@@ -315,12 +315,21 @@ func (b bundle) do(t *testing.T, method, path, body string, headers map[string]s
 		}
 		req.Header.Set(k, v)
 	}
-	return send(t, req)
+	return sendWith(t, b.srv.Client(), req)
 }
 
 func send(t *testing.T, req *http.Request) response {
 	t.Helper()
-	resp, err := http.DefaultClient.Do(req)
+	return sendWith(t, http.DefaultClient, req)
+}
+
+// sendWith sends req with c. A bundle's requests go through its server's
+// own client: the default transport is shared by parallel tests, and a
+// server's Close closes its idle connections under another test's
+// request (TestHead failed once so under -race).
+func sendWith(t *testing.T, c *http.Client, req *http.Request) response {
+	t.Helper()
+	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", req.Method, req.URL.Path, err)
 	}
