@@ -39,6 +39,9 @@ var serveGroups = []flagGroup{
 	{"Server", [][2]string{
 		{"http-addr", "HOST:PORT"}, {"data-dir", "DIR"}, {"nats-addr", "HOST:PORT"}, {"instance-name", "NAME"},
 	}},
+	{"Access control (HTTP bearer tokens; none configured: off)", [][2]string{
+		{"auth-tokens-file", "FILE"}, {"producer-token", "TOKEN"}, {"worker-token", "TOKEN"}, {"admin-token", "TOKEN"},
+	}},
 	{"External NATS (instead of the embedded server)", [][2]string{
 		{"nats-url", "URLS"}, {"nats-creds", "FILE"}, {"nats-nkey", "FILE"}, {"nats-user", "USER"},
 		{"nats-password", "PASSWORD"}, {"nats-token", "TOKEN"}, {"nats-tls-cert", "FILE"},
@@ -70,6 +73,11 @@ func newServeFlags(cfg *app.Config) *flag.FlagSet {
 	fs.StringVar(&cfg.DataDir, "data-dir", "./jetgate-data", "Directory where the embedded NATS server keeps its JetStream data (created if missing). Unused with --nats-url.")
 	fs.StringVar(&cfg.NatsAddr, "nats-addr", "127.0.0.1:4222", "Address the embedded NATS server listens on, so the nats CLI and other NATS clients can reach it. Unused with --nats-url.")
 	fs.StringVar(&cfg.InstanceName, "instance-name", "", "Name of this jetgate process in events and metrics (default: the host name).")
+
+	fs.StringVar(&cfg.AuthTokensFile, "auth-tokens-file", "", "File of HTTP bearer tokens, one \"role token\" line each (role: producer, worker or admin; # starts a comment). Merged with the token flags. No token at all: access control off.")
+	fs.Var((*tokenList)(&cfg.ProducerTokens), "producer-token", "Bearer token of the producer role (enqueue, read and cancel jobs). Repeatable or comma-separated. Prefer the file or the environment variable: flags show up in process lists.")
+	fs.Var((*tokenList)(&cfg.WorkerTokens), "worker-token", "Bearer token of the worker role (fetch, ack, nack, heartbeat, progress). Repeatable or comma-separated.")
+	fs.Var((*tokenList)(&cfg.AdminTokens), "admin-token", "Bearer token of the admin role (everything). Repeatable or comma-separated.")
 
 	fs.StringVar(&cfg.NatsURL, "nats-url", "", "Comma-separated NATS server URLs. When set, jetgate uses this NATS (cluster) and starts no embedded server.")
 	fs.StringVar(&cfg.NatsCreds, "nats-creds", "", "NATS credentials file (JWT and nkey seed) to authenticate with.")
@@ -212,4 +220,22 @@ func parseLevel(s string) (slog.Level, error) {
 	default:
 		return 0, fmt.Errorf("log level must be debug, info, warn or error, got %q", s)
 	}
+}
+
+// tokenList is a repeatable, comma-separated flag of tokens. Its String
+// never shows the tokens (the help prints defaults through it).
+type tokenList []string
+
+func (l *tokenList) String() string { return "" }
+
+// Set appends the comma-separated tokens of v; it never fails, so no
+// error message can echo a token (authz.NewKeyring rejects bad ones
+// without naming them).
+func (l *tokenList) Set(v string) error {
+	for _, t := range strings.Split(v, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			*l = append(*l, t)
+		}
+	}
+	return nil
 }

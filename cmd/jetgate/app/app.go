@@ -20,6 +20,7 @@ import (
 
 	"github.com/jetgate/jetgate/admission"
 	"github.com/jetgate/jetgate/admission/admin"
+	"github.com/jetgate/jetgate/admission/authz"
 	"github.com/jetgate/jetgate/admission/cron"
 	"github.com/jetgate/jetgate/admission/metrics"
 	"github.com/jetgate/jetgate/admission/pools"
@@ -207,7 +208,19 @@ func (s *Server) serveHTTP() error {
 	if err != nil {
 		return err
 	}
+	keys, err := s.cfg.keyring()
+	if err != nil {
+		return err
+	}
+	if keys == nil {
+		s.log.Warn("HTTP access control off: no bearer tokens configured, every request is served (see --auth-tokens-file)")
+	} else {
+		n := keys.Count()
+		s.log.Info("HTTP access control on", "producer_tokens", n[authz.RoleProducer],
+			"worker_tokens", n[authz.RoleWorker], "admin_tokens", n[authz.RoleAdmin])
+	}
 	h, err := httpbind.New(backend{s.svc, adm, s.workers, s.pools, s.cron, s.flows}, httpbind.Config{
+		Auth:                    keys,
 		MaxBodyBytes:            s.cfg.MaxBodyBytes,
 		MaxFetchCount:           s.cfg.MaxFetchCount,
 		Logger:                  s.log.With("component", "http"),

@@ -4,8 +4,11 @@ import (
 	"cmp"
 	"fmt"
 	"log/slog"
+	"os"
+	"slices"
 	"time"
 
+	"github.com/jetgate/jetgate/admission/authz"
 	"github.com/jetgate/jetgate/admission/ojs"
 	"github.com/jetgate/jetgate/jetstream/events"
 )
@@ -60,6 +63,36 @@ type Config struct {
 	EventsBuffer                  int
 	EventsBufferBytes             int64
 	EventsIdle                    time.Duration
+
+	// AuthTokensFile, ProducerTokens, WorkerTokens and AdminTokens are the
+	// HTTP API's bearer tokens (package authz has the role table): a file
+	// of "role token" lines, and tokens given directly; all are merged.
+	// No token at all: access control off, every request served.
+	AuthTokensFile                            string
+	ProducerTokens, WorkerTokens, AdminTokens []string
+}
+
+// keyring builds the bearer-token keyring; nil when no token is configured.
+func (c Config) keyring() (*authz.Keyring, error) {
+	tokens := map[authz.Role][]string{
+		authz.RoleProducer: slices.Clone(c.ProducerTokens),
+		authz.RoleWorker:   slices.Clone(c.WorkerTokens),
+		authz.RoleAdmin:    slices.Clone(c.AdminTokens),
+	}
+	if c.AuthTokensFile != "" {
+		data, err := os.ReadFile(c.AuthTokensFile)
+		if err != nil {
+			return nil, fmt.Errorf("auth tokens file: %w", err)
+		}
+		if err := authz.ParseTokenFile(data, tokens); err != nil {
+			return nil, fmt.Errorf("auth tokens file %s: %w", c.AuthTokensFile, err)
+		}
+	}
+	k, err := authz.NewKeyring(tokens)
+	if err != nil {
+		return nil, fmt.Errorf("auth tokens: %w", err)
+	}
+	return k, nil
 }
 
 func (c Config) withDefaults() Config {
