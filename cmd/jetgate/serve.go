@@ -8,7 +8,10 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/signal"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 
 	"github.com/jetgate/jetgate/cmd/jetgate/app"
@@ -37,7 +40,7 @@ type flagGroup struct {
 
 var serveGroups = []flagGroup{
 	{"Server", [][2]string{
-		{"http-addr", "HOST:PORT"}, {"data-dir", "DIR"}, {"nats-addr", "HOST:PORT"}, {"instance-name", "NAME"},
+		{"http-addr", "HOST:PORT"}, {"tls-cert", "FILE"}, {"tls-key", "FILE"}, {"data-dir", "DIR"}, {"nats-addr", "HOST:PORT"}, {"instance-name", "NAME"},
 	}},
 	{"Access control (HTTP bearer tokens; none configured: off)", [][2]string{
 		{"auth-tokens-file", "FILE"}, {"producer-token", "TOKEN"}, {"worker-token", "TOKEN"}, {"admin-token", "TOKEN"},
@@ -70,6 +73,8 @@ func newServeFlags(cfg *app.Config) *flag.FlagSet {
 	fs.Usage = func() {}
 
 	fs.StringVar(&cfg.HTTPAddr, "http-addr", "127.0.0.1:8080", "Address the OJS HTTP API listens on. Use 0.0.0.0:8080 to accept other hosts.")
+	fs.StringVar(&cfg.TLSCert, "tls-cert", "", "PEM certificate (chain) the HTTP API serves HTTPS with (with --tls-key). SIGHUP reloads both files without dropping the listener.")
+	fs.StringVar(&cfg.TLSKey, "tls-key", "", "PEM private key of --tls-cert.")
 	fs.StringVar(&cfg.DataDir, "data-dir", "./jetgate-data", "Directory where the embedded NATS server keeps its JetStream data (created if missing). Unused with --nats-url.")
 	fs.StringVar(&cfg.NatsAddr, "nats-addr", "127.0.0.1:4222", "Address the embedded NATS server listens on, so the nats CLI and other NATS clients can reach it. Unused with --nats-url.")
 	fs.StringVar(&cfg.InstanceName, "instance-name", "", "Name of this jetgate process in events and metrics (default: the host name).")
@@ -187,7 +192,42 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	return app.Run(ctx, cfg, logger)
+	s, err := app.Start(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		reloadOnSignal(hup, done, s.ReloadTLS, logger)
+	}()
+	defer func() {
+		signal.Stop(hup)
+		close(done)
+		wg.Wait()
+	}()
+	return s.Wait(ctx)
+}
+
+// reloadOnSignal calls reload on every signal from sig until done is
+// closed, logging the outcome (a failed reload keeps the old certificate).
+func reloadOnSignal(sig <-chan os.Signal, done <-chan struct{}, reload func() error, log *slog.Logger) {
+	for {
+		select {
+		case <-done:
+			return
+		case <-sig:
+			if err := reload(); err != nil {
+				log.Error("SIGHUP: TLS reload failed, the current certificate stays", "error", err)
+			} else {
+				log.Info("SIGHUP: TLS certificate reloaded")
+			}
+		}
+	}
 }
 
 // newLogger returns a text or json slog logger writing to w at level.

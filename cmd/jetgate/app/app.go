@@ -6,6 +6,7 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -68,6 +69,7 @@ type Server struct {
 	metrics *metrics.Metrics
 	httpSrv *http.Server
 	ln      net.Listener
+	certs   *certReloader // nil without --tls-cert
 	served  chan error
 
 	stopOnce sync.Once
@@ -239,13 +241,22 @@ func (s *Server) serveHTTP() error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", s.cfg.HTTPAddr, err)
 	}
+	if s.cfg.TLSCert != "" {
+		r, err := newCertReloader(s.cfg.TLSCert, s.cfg.TLSKey)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		s.certs = r
+		ln = tls.NewListener(ln, r.tlsConfig())
+	}
 	s.ln = ln
 	s.httpSrv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	if sc, ok := h.(httpbind.StreamCloser); ok {
 		s.httpSrv.RegisterOnShutdown(sc.CloseStreams)
 	}
 	go func() { s.served <- s.httpSrv.Serve(ln) }()
-	s.log.Info("jetgate serving", "http", "http://"+ln.Addr().String(), "nats", s.NatsURL(), "version", Version)
+	s.log.Info("jetgate serving", "http", s.URL(), "nats", s.NatsURL(), "version", Version)
 	return nil
 }
 
@@ -302,7 +313,23 @@ func (s *Server) natsOptions() ([]nats.Option, error) {
 func (s *Server) HTTPAddr() string { return s.ln.Addr().String() }
 
 // URL is the HTTP API's base URL.
-func (s *Server) URL() string { return "http://" + s.HTTPAddr() }
+func (s *Server) URL() string {
+	if s.certs != nil {
+		return "https://" + s.HTTPAddr()
+	}
+	return "http://" + s.HTTPAddr()
+}
+
+// ReloadTLS reads the HTTP listener's certificate and key files again
+// (jetgate serve calls it on SIGHUP); new connections get the new
+// certificate, the listener stays. Without TLS it does nothing. On error
+// the current certificate stays.
+func (s *Server) ReloadTLS() error {
+	if s.certs == nil {
+		return nil
+	}
+	return s.certs.Reload()
+}
 
 // NatsURL is the NATS server jetgate uses.
 func (s *Server) NatsURL() string { return s.nc.ConnectedUrlRedacted() }
@@ -388,9 +415,15 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	return s.Wait(ctx)
+}
+
+// Wait serves until ctx is done, then shuts down gracefully within the
+// shutdown timeout; it returns early if the HTTP server fails.
+func (s *Server) Wait(ctx context.Context) error {
 	select {
 	case <-ctx.Done():
-		log.Info("shutting down", "timeout", s.cfg.ShutdownTimeout)
+		s.log.Info("shutting down", "timeout", s.cfg.ShutdownTimeout)
 	case err := <-s.served:
 		s.Kill()
 		return fmt.Errorf("http server: %w", err)

@@ -70,6 +70,10 @@ type Config struct {
 	// No token at all: access control off, every request served.
 	AuthTokensFile                            string
 	ProducerTokens, WorkerTokens, AdminTokens []string
+
+	// TLSCert and TLSKey, together, make the HTTP listener serve HTTPS
+	// with this certificate; Server.ReloadTLS (SIGHUP) reads them again.
+	TLSCert, TLSKey string
 }
 
 // keyring builds the bearer-token keyring; nil when no token is configured.
@@ -116,6 +120,9 @@ func (c Config) validate() error {
 	}
 	if c.NatsURL == "" && c.Replicas != 1 {
 		return fmt.Errorf("replicas %d needs a cluster: the embedded server is a single node (set --nats-url)", c.Replicas)
+	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		return fmt.Errorf("--tls-cert and --tls-key go together")
 	}
 	if (c.NatsTLSCert == "") != (c.NatsTLSKey == "") {
 		return fmt.Errorf("--nats-tls-cert and --nats-tls-key go together")
