@@ -40,7 +40,7 @@ type flagGroup struct {
 
 var serveGroups = []flagGroup{
 	{"Server", [][2]string{
-		{"http-addr", "HOST:PORT"}, {"tls-cert", "FILE"}, {"tls-key", "FILE"}, {"data-dir", "DIR"}, {"nats-addr", "HOST:PORT"}, {"instance-name", "NAME"},
+		{"http-addr", "HOST:PORT"}, {"tls-cert", "FILE"}, {"tls-key", "FILE"}, {"data-dir", "DIR"}, {"nats-addr", "HOST:PORT"}, {"nats-auth-token", "TOKEN"}, {"instance-name", "NAME"},
 	}},
 	{"Access control (HTTP bearer tokens; none configured: off)", [][2]string{
 		{"auth-tokens-file", "FILE"}, {"producer-token", "TOKEN"}, {"worker-token", "TOKEN"}, {"admin-token", "TOKEN"},
@@ -77,6 +77,7 @@ func newServeFlags(cfg *app.Config) *flag.FlagSet {
 	fs.StringVar(&cfg.TLSKey, "tls-key", "", "PEM private key of --tls-cert.")
 	fs.StringVar(&cfg.DataDir, "data-dir", "./jetgate-data", "Directory where the embedded NATS server keeps its JetStream data (created if missing). Unused with --nats-url.")
 	fs.StringVar(&cfg.NatsAddr, "nats-addr", "127.0.0.1:4222", "Address the embedded NATS server listens on, so the nats CLI and other NATS clients can reach it. Unused with --nats-url.")
+	fs.StringVar(&cfg.NatsAuthToken, "nats-auth-token", "", "Token the embedded NATS server requires of every client (jetgate's own connection sends it). Unused with --nats-url. Prefer the environment variable.")
 	fs.StringVar(&cfg.InstanceName, "instance-name", "", "Name of this jetgate process in events and metrics (default: the host name).")
 
 	fs.StringVar(&cfg.AuthTokensFile, "auth-tokens-file", "", "File of HTTP bearer tokens, one \"role token\" line each (role: producer, worker or admin; # starts a comment). Merged with the token flags. No token at all: access control off.")

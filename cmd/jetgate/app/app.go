@@ -95,7 +95,8 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 func (s *Server) start(ctx context.Context) error {
 	url := s.cfg.NatsURL
 	if url == "" {
-		ns, err := embedded.Start(ctx, embedded.Config{DataDir: s.cfg.DataDir, Addr: s.cfg.NatsAddr, Logger: s.log.With("component", "nats-server")})
+		ns, err := embedded.Start(ctx, embedded.Config{DataDir: s.cfg.DataDir, Addr: s.cfg.NatsAddr,
+			Token: s.cfg.NatsAuthToken, Logger: s.log.With("component", "nats-server")})
 		if err != nil {
 			return fmt.Errorf("start embedded nats-server: %w", err)
 		}
@@ -282,6 +283,9 @@ func (s *Server) natsOptions() ([]nats.Option, error) {
 			}
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) { s.log.Info("NATS reconnected", "url", nc.ConnectedUrlRedacted()) }),
+	}
+	if s.cfg.NatsAuthToken != "" {
+		opts = append(opts, nats.Token(s.cfg.NatsAuthToken)) // the embedded server's token (validate: no --nats-url)
 	}
 	c := s.cfg
 	if c.NatsCreds != "" {

@@ -3,11 +3,15 @@ package app_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/jetgate/jetgate/cmd/jetgate/app"
 )
@@ -130,5 +134,45 @@ func TestAuthBadTokensFile(t *testing.T) {
 	}
 	if bytes.Contains([]byte(err.Error()), []byte("topsecret")) {
 		t.Fatalf("the error echoes the token: %v", err)
+	}
+}
+
+// TestEmbeddedNATSToken (issue 20: the embedded NATS listener can require
+// a token): with NatsAuthToken set, jetgate itself connects and serves,
+// while a NATS client without the token, or with a wrong one, is refused
+// and one with it connects.
+func TestEmbeddedNATSToken(t *testing.T) {
+	t.Parallel()
+	s := startApp(t, app.Config{NatsAuthToken: "nats-secret"})
+	if st, _ := authDo(t, s.URL(), "", "GET", "/ready", nil); st != 200 {
+		t.Fatalf("GET /ready: %d, want 200 (jetgate's own connection carries the token)", st)
+	}
+	url := s.Embedded().ClientURL()
+	for name, opts := range map[string][]nats.Option{
+		"no token":    nil,
+		"wrong token": {nats.Token("guess")},
+	} {
+		nc, err := nats.Connect(url, append(opts, nats.MaxReconnects(0))...)
+		if err == nil {
+			nc.Close()
+			t.Errorf("%s: connected to the embedded server", name)
+		} else if !errors.Is(err, nats.ErrAuthorization) && !strings.Contains(strings.ToLower(err.Error()), "authorization") {
+			t.Errorf("%s: error %v, want an authorization violation", name, err)
+		}
+	}
+	nc, err := nats.Connect(url, nats.Token("nats-secret"))
+	if err != nil {
+		t.Fatalf("with the token: %v", err)
+	}
+	nc.Close()
+}
+
+// TestNATSAuthTokenNeedsEmbedded: --nats-auth-token with --nats-url is a
+// configuration error, not silently ignored.
+func TestNATSAuthTokenNeedsEmbedded(t *testing.T) {
+	t.Parallel()
+	_, err := app.Start(t.Context(), app.Config{NatsURL: "nats://127.0.0.1:1", NatsAuthToken: "x", HTTPAddr: "127.0.0.1:0"}, nil)
+	if err == nil || !strings.Contains(err.Error(), "nats-auth-token") {
+		t.Fatalf("err = %v, want one naming --nats-auth-token", err)
 	}
 }

@@ -74,6 +74,9 @@ type Config struct {
 	// TLSCert and TLSKey, together, make the HTTP listener serve HTTPS
 	// with this certificate; Server.ReloadTLS (SIGHUP) reads them again.
 	TLSCert, TLSKey string
+	// NatsAuthToken, with the embedded server, is the token its listener
+	// requires of every client; jetgate's own connection sends it.
+	NatsAuthToken string
 }
 
 // keyring builds the bearer-token keyring; nil when no token is configured.
@@ -120,6 +123,9 @@ func (c Config) validate() error {
 	}
 	if c.NatsURL == "" && c.Replicas != 1 {
 		return fmt.Errorf("replicas %d needs a cluster: the embedded server is a single node (set --nats-url)", c.Replicas)
+	}
+	if c.NatsAuthToken != "" && c.NatsURL != "" {
+		return fmt.Errorf("--nats-auth-token secures the embedded server; with --nats-url use --nats-token or the other --nats-* credentials")
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		return fmt.Errorf("--tls-cert and --tls-key go together")
