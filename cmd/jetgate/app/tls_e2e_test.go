@@ -118,3 +118,15 @@ func TestHTTPSAndReload(t *testing.T) {
 		t.Fatalf("after a failed reload served serial %v, want 2 still", got.SerialNumber)
 	}
 }
+
+// TestTLSFlagsGoTogether: a certificate without its key (or a key without
+// a certificate) is a start error, never a silent plain-HTTP listener.
+func TestTLSFlagsGoTogether(t *testing.T) {
+	t.Parallel()
+	for _, cfg := range []app.Config{{TLSCert: "/c.pem"}, {TLSKey: "/k.pem"}} {
+		cfg.DataDir, cfg.HTTPAddr, cfg.NatsAddr = t.TempDir(), "127.0.0.1:0", "127.0.0.1:0"
+		if _, err := app.Start(t.Context(), cfg, nil); err == nil || !strings.Contains(err.Error(), "--tls-cert and --tls-key") {
+			t.Errorf("cert %q key %q: err %v, want one naming both flags", cfg.TLSCert, cfg.TLSKey, err)
+		}
+	}
+}
