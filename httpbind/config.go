@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net/http"
 	"time"
+
+	"github.com/jetgate/jetgate/admission/authz"
 )
 
 // Defaults of Config.
@@ -62,6 +64,10 @@ type Config struct {
 	ServerVersion string
 	// ImplementationName is implementation.name (default "jetgate").
 	ImplementationName string
+
+	// Auth, when set, requires a bearer token of an allowed role on every
+	// route but the open ones (auth.go: routeOps). Nil: access control off.
+	Auth *authz.Keyring
 
 	// MetricsHandler, when set, serves GET /metrics.
 	MetricsHandler http.Handler

@@ -54,6 +54,10 @@ func defaultHint(e apiError) string {
 		return "Send a smaller body: move large data out of args and pass a reference to it."
 	case ojs.CodeRateLimited:
 		return "Wait the Retry-After header's seconds before sending the request again."
+	case ojs.CodeUnauthorized:
+		return "Send the header 'Authorization: Bearer <token>' with a token the server is configured with."
+	case ojs.CodeForbidden:
+		return "Use a token of a role allowed this operation (details.required_roles)."
 	case ojs.CodeQueueFull:
 		return "Wait the Retry-After header's seconds and send the job again, or let workers drain the queue first."
 	}

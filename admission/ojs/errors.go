@@ -18,6 +18,10 @@ const (
 	CodeUnsupported      = "unsupported"
 	CodeConflict         = "conflict"
 	CodePayloadTooLarge  = "payload_too_large"
+	// CodeUnauthorized (401) and CodeForbidden (403) refuse a request
+	// without a valid bearer token, or whose token's role may not do it.
+	CodeUnauthorized = "unauthorized"
+	CodeForbidden    = "forbidden"
 	// CodeQueueFull is a backpressure refusal (429). It is written as
 	// ojs-errors.md 4.4 and ojs-backpressure.md 7.1 write it, the one
 	// code of the catalog the binding's lowercase table does not list

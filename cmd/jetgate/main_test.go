@@ -5,6 +5,7 @@ import (
 	"context"
 	"flag"
 	"os"
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
@@ -154,7 +155,7 @@ func TestParseServeDefaults(t *testing.T) {
 		EventsStream: false, EventsMaxAge: 24 * time.Hour, EventsMaxMsgs: 100_000, EventsMaxBytes: 64 << 20,
 		EventsBuffer: 10_000, EventsBufferBytes: 16 << 20, EventsIdle: 10 * time.Minute,
 	}
-	if cfg != want {
+	if !reflect.DeepEqual(cfg, want) {
 		t.Fatalf("defaults = %+v\nwant       %+v", cfg, want)
 	}
 }
@@ -191,6 +192,32 @@ func TestParseServePrecedence(t *testing.T) {
 	} {
 		if got[0] != got[1] {
 			t.Errorf("%s: got %v, want %v", name, got[0], got[1])
+		}
+	}
+}
+
+// TestParseServeTokens (issue 20: tokens by flag or environment, several
+// per role): a flag is repeatable and comma-separated; the environment
+// variable is comma-separated; the flag wins over the environment.
+func TestParseServeTokens(t *testing.T) {
+	t.Parallel()
+	env := lookup(map[string]string{
+		"JETGATE_WORKER_TOKEN":     "w1, w2",
+		"JETGATE_ADMIN_TOKEN":      "env-admin",
+		"JETGATE_AUTH_TOKENS_FILE": "/etc/jetgate/tokens",
+	})
+	cfg, err := parseServe([]string{"--producer-token", "p1,p2", "--producer-token=p3", "--admin-token", "a1"}, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(cfg.ProducerTokens, []string{"p1", "p2", "p3"}) ||
+		!reflect.DeepEqual(cfg.WorkerTokens, []string{"w1", "w2"}) ||
+		!reflect.DeepEqual(cfg.AdminTokens, []string{"a1"}) || cfg.AuthTokensFile != "/etc/jetgate/tokens" {
+		t.Fatalf("tokens: producer %q worker %q admin %q file %q", cfg.ProducerTokens, cfg.WorkerTokens, cfg.AdminTokens, cfg.AuthTokensFile)
+	}
+	for _, f := range []string{"producer-token", "worker-token", "admin-token"} {
+		if u := serveUsage(); !strings.Contains(u, "--"+f) || !strings.Contains(u, envName(f)) {
+			t.Errorf("help lacks --%s or %s", f, envName(f))
 		}
 	}
 }

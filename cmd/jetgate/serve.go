@@ -8,7 +8,10 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/signal"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 
 	"github.com/jetgate/jetgate/cmd/jetgate/app"
@@ -37,7 +40,10 @@ type flagGroup struct {
 
 var serveGroups = []flagGroup{
 	{"Server", [][2]string{
-		{"http-addr", "HOST:PORT"}, {"data-dir", "DIR"}, {"nats-addr", "HOST:PORT"}, {"instance-name", "NAME"},
+		{"http-addr", "HOST:PORT"}, {"tls-cert", "FILE"}, {"tls-key", "FILE"}, {"data-dir", "DIR"}, {"nats-addr", "HOST:PORT"}, {"nats-auth-token", "TOKEN"}, {"instance-name", "NAME"},
+	}},
+	{"Access control (HTTP bearer tokens; none configured: off)", [][2]string{
+		{"auth-tokens-file", "FILE"}, {"producer-token", "TOKEN"}, {"worker-token", "TOKEN"}, {"admin-token", "TOKEN"},
 	}},
 	{"External NATS (instead of the embedded server)", [][2]string{
 		{"nats-url", "URLS"}, {"nats-creds", "FILE"}, {"nats-nkey", "FILE"}, {"nats-user", "USER"},
@@ -67,9 +73,17 @@ func newServeFlags(cfg *app.Config) *flag.FlagSet {
 	fs.Usage = func() {}
 
 	fs.StringVar(&cfg.HTTPAddr, "http-addr", "127.0.0.1:8080", "Address the OJS HTTP API listens on. Use 0.0.0.0:8080 to accept other hosts.")
+	fs.StringVar(&cfg.TLSCert, "tls-cert", "", "PEM certificate (chain) the HTTP API serves HTTPS with (with --tls-key). SIGHUP reloads both files without dropping the listener.")
+	fs.StringVar(&cfg.TLSKey, "tls-key", "", "PEM private key of --tls-cert.")
 	fs.StringVar(&cfg.DataDir, "data-dir", "./jetgate-data", "Directory where the embedded NATS server keeps its JetStream data (created if missing). Unused with --nats-url.")
 	fs.StringVar(&cfg.NatsAddr, "nats-addr", "127.0.0.1:4222", "Address the embedded NATS server listens on, so the nats CLI and other NATS clients can reach it. Unused with --nats-url.")
+	fs.StringVar(&cfg.NatsAuthToken, "nats-auth-token", "", "Token the embedded NATS server requires of every client (jetgate's own connection sends it). Unused with --nats-url. Prefer the environment variable.")
 	fs.StringVar(&cfg.InstanceName, "instance-name", "", "Name of this jetgate process in events and metrics (default: the host name).")
+
+	fs.StringVar(&cfg.AuthTokensFile, "auth-tokens-file", "", "File of HTTP bearer tokens, one \"role token\" line each (role: producer, worker or admin; # starts a comment). Merged with the token flags. No token at all: access control off.")
+	fs.Var((*tokenList)(&cfg.ProducerTokens), "producer-token", "Bearer token of the producer role (enqueue, read and cancel jobs). Repeatable or comma-separated. Prefer the file or the environment variable: flags show up in process lists.")
+	fs.Var((*tokenList)(&cfg.WorkerTokens), "worker-token", "Bearer token of the worker role (fetch, ack, nack, heartbeat, progress). Repeatable or comma-separated.")
+	fs.Var((*tokenList)(&cfg.AdminTokens), "admin-token", "Bearer token of the admin role (everything). Repeatable or comma-separated.")
 
 	fs.StringVar(&cfg.NatsURL, "nats-url", "", "Comma-separated NATS server URLs. When set, jetgate uses this NATS (cluster) and starts no embedded server.")
 	fs.StringVar(&cfg.NatsCreds, "nats-creds", "", "NATS credentials file (JWT and nkey seed) to authenticate with.")
@@ -179,7 +193,42 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	return app.Run(ctx, cfg, logger)
+	s, err := app.Start(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		reloadOnSignal(hup, done, s.ReloadTLS, logger)
+	}()
+	defer func() {
+		signal.Stop(hup)
+		close(done)
+		wg.Wait()
+	}()
+	return s.Wait(ctx)
+}
+
+// reloadOnSignal calls reload on every signal from sig until done is
+// closed, logging the outcome (a failed reload keeps the old certificate).
+func reloadOnSignal(sig <-chan os.Signal, done <-chan struct{}, reload func() error, log *slog.Logger) {
+	for {
+		select {
+		case <-done:
+			return
+		case <-sig:
+			if err := reload(); err != nil {
+				log.Error("SIGHUP: TLS reload failed, the current certificate stays", "error", err)
+			} else {
+				log.Info("SIGHUP: TLS certificate reloaded")
+			}
+		}
+	}
 }
 
 // newLogger returns a text or json slog logger writing to w at level.
@@ -212,4 +261,22 @@ func parseLevel(s string) (slog.Level, error) {
 	default:
 		return 0, fmt.Errorf("log level must be debug, info, warn or error, got %q", s)
 	}
+}
+
+// tokenList is a repeatable, comma-separated flag of tokens. Its String
+// never shows the tokens (the help prints defaults through it).
+type tokenList []string
+
+func (l *tokenList) String() string { return "" }
+
+// Set appends the comma-separated tokens of v; it never fails, so no
+// error message can echo a token (authz.NewKeyring rejects bad ones
+// without naming them).
+func (l *tokenList) Set(v string) error {
+	for _, t := range strings.Split(v, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			*l = append(*l, t)
+		}
+	}
+	return nil
 }

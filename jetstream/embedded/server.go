@@ -43,6 +43,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Debug forwards nats-server's debug lines (at slog Debug level).
 	Debug bool
+	// Token, when set, is required of every client connection (NATS
+	// token authentication); clients pass it with nats.Token.
+	Token string
 }
 
 func (c Config) withDefaults() Config {
@@ -87,6 +90,7 @@ func (c Config) options() (*server.Options, error) {
 		JetStreamMaxMemory: cmp.Or(c.MaxMemory, -1),
 		JetStreamMaxStore:  cmp.Or(c.MaxStore, -1),
 		NoSigs:             true,
+		Authorization:      c.Token,
 		Debug:              c.Debug,
 		// ASCII art does not belong in structured logs.
 		DisableJetStreamBanner: true,

@@ -202,3 +202,25 @@ func TestLogsToSlog(t *testing.T) {
 		t.Errorf("debug lines logged at info level:\n%s", out)
 	}
 }
+
+// TestTokenRequired (issue 20: the embedded listener can require a
+// token): with Config.Token a client without it, or with another, is
+// refused with an authorization violation; with it, it connects.
+func TestTokenRequired(t *testing.T) {
+	s := start(t, embedded.Config{DataDir: t.TempDir(), Addr: "127.0.0.1:0", Token: "s3cret"})
+	for name, opts := range map[string][]nats.Option{"none": nil, "wrong": {nats.Token("guess")}} {
+		nc, err := nats.Connect(s.ClientURL(), append(opts, nats.MaxReconnects(0))...)
+		if err == nil {
+			nc.Close()
+			t.Fatalf("%s token: connected", name)
+		}
+		if !errors.Is(err, nats.ErrAuthorization) && !strings.Contains(strings.ToLower(err.Error()), "authorization") {
+			t.Fatalf("%s token: %v, want an authorization violation", name, err)
+		}
+	}
+	nc, err := nats.Connect(s.ClientURL(), nats.Token("s3cret"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc.Close()
+}

@@ -6,6 +6,7 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/jetgate/jetgate/admission"
 	"github.com/jetgate/jetgate/admission/admin"
+	"github.com/jetgate/jetgate/admission/authz"
 	"github.com/jetgate/jetgate/admission/cron"
 	"github.com/jetgate/jetgate/admission/metrics"
 	"github.com/jetgate/jetgate/admission/pools"
@@ -67,6 +69,7 @@ type Server struct {
 	metrics *metrics.Metrics
 	httpSrv *http.Server
 	ln      net.Listener
+	certs   *certReloader // nil without --tls-cert
 	served  chan error
 
 	stopOnce sync.Once
@@ -92,7 +95,8 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 func (s *Server) start(ctx context.Context) error {
 	url := s.cfg.NatsURL
 	if url == "" {
-		ns, err := embedded.Start(ctx, embedded.Config{DataDir: s.cfg.DataDir, Addr: s.cfg.NatsAddr, Logger: s.log.With("component", "nats-server")})
+		ns, err := embedded.Start(ctx, embedded.Config{DataDir: s.cfg.DataDir, Addr: s.cfg.NatsAddr,
+			Token: s.cfg.NatsAuthToken, Logger: s.log.With("component", "nats-server")})
 		if err != nil {
 			return fmt.Errorf("start embedded nats-server: %w", err)
 		}
@@ -207,7 +211,19 @@ func (s *Server) serveHTTP() error {
 	if err != nil {
 		return err
 	}
+	keys, err := s.cfg.keyring()
+	if err != nil {
+		return err
+	}
+	if keys == nil {
+		s.log.Warn("HTTP access control off: no bearer tokens configured, every request is served (see --auth-tokens-file)")
+	} else {
+		n := keys.Count()
+		s.log.Info("HTTP access control on", "producer_tokens", n[authz.RoleProducer],
+			"worker_tokens", n[authz.RoleWorker], "admin_tokens", n[authz.RoleAdmin])
+	}
 	h, err := httpbind.New(backend{s.svc, adm, s.workers, s.pools, s.cron, s.flows}, httpbind.Config{
+		Auth:                    keys,
 		MaxBodyBytes:            s.cfg.MaxBodyBytes,
 		MaxFetchCount:           s.cfg.MaxFetchCount,
 		Logger:                  s.log.With("component", "http"),
@@ -226,13 +242,22 @@ func (s *Server) serveHTTP() error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", s.cfg.HTTPAddr, err)
 	}
+	if s.cfg.TLSCert != "" {
+		r, err := newCertReloader(s.cfg.TLSCert, s.cfg.TLSKey)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		s.certs = r
+		ln = tls.NewListener(ln, r.tlsConfig())
+	}
 	s.ln = ln
 	s.httpSrv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	if sc, ok := h.(httpbind.StreamCloser); ok {
 		s.httpSrv.RegisterOnShutdown(sc.CloseStreams)
 	}
 	go func() { s.served <- s.httpSrv.Serve(ln) }()
-	s.log.Info("jetgate serving", "http", "http://"+ln.Addr().String(), "nats", s.NatsURL(), "version", Version)
+	s.log.Info("jetgate serving", "http", s.URL(), "nats", s.NatsURL(), "version", Version)
 	return nil
 }
 
@@ -258,6 +283,9 @@ func (s *Server) natsOptions() ([]nats.Option, error) {
 			}
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) { s.log.Info("NATS reconnected", "url", nc.ConnectedUrlRedacted()) }),
+	}
+	if s.cfg.NatsAuthToken != "" {
+		opts = append(opts, nats.Token(s.cfg.NatsAuthToken)) // the embedded server's token (validate: no --nats-url)
 	}
 	c := s.cfg
 	if c.NatsCreds != "" {
@@ -289,7 +317,23 @@ func (s *Server) natsOptions() ([]nats.Option, error) {
 func (s *Server) HTTPAddr() string { return s.ln.Addr().String() }
 
 // URL is the HTTP API's base URL.
-func (s *Server) URL() string { return "http://" + s.HTTPAddr() }
+func (s *Server) URL() string {
+	if s.certs != nil {
+		return "https://" + s.HTTPAddr()
+	}
+	return "http://" + s.HTTPAddr()
+}
+
+// ReloadTLS reads the HTTP listener's certificate and key files again
+// (jetgate serve calls it on SIGHUP); new connections get the new
+// certificate, the listener stays. Without TLS it does nothing. On error
+// the current certificate stays.
+func (s *Server) ReloadTLS() error {
+	if s.certs == nil {
+		return nil
+	}
+	return s.certs.Reload()
+}
 
 // NatsURL is the NATS server jetgate uses.
 func (s *Server) NatsURL() string { return s.nc.ConnectedUrlRedacted() }
@@ -375,9 +419,15 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	return s.Wait(ctx)
+}
+
+// Wait serves until ctx is done, then shuts down gracefully within the
+// shutdown timeout; it returns early if the HTTP server fails.
+func (s *Server) Wait(ctx context.Context) error {
 	select {
 	case <-ctx.Done():
-		log.Info("shutting down", "timeout", s.cfg.ShutdownTimeout)
+		s.log.Info("shutting down", "timeout", s.cfg.ShutdownTimeout)
 	case err := <-s.served:
 		s.Kill()
 		return fmt.Errorf("http server: %w", err)

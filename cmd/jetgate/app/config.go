@@ -4,8 +4,11 @@ import (
 	"cmp"
 	"fmt"
 	"log/slog"
+	"os"
+	"slices"
 	"time"
 
+	"github.com/jetgate/jetgate/admission/authz"
 	"github.com/jetgate/jetgate/admission/ojs"
 	"github.com/jetgate/jetgate/jetstream/events"
 )
@@ -60,6 +63,43 @@ type Config struct {
 	EventsBuffer                  int
 	EventsBufferBytes             int64
 	EventsIdle                    time.Duration
+
+	// AuthTokensFile, ProducerTokens, WorkerTokens and AdminTokens are the
+	// HTTP API's bearer tokens (package authz has the role table): a file
+	// of "role token" lines, and tokens given directly; all are merged.
+	// No token at all: access control off, every request served.
+	AuthTokensFile                            string
+	ProducerTokens, WorkerTokens, AdminTokens []string
+
+	// TLSCert and TLSKey, together, make the HTTP listener serve HTTPS
+	// with this certificate; Server.ReloadTLS (SIGHUP) reads them again.
+	TLSCert, TLSKey string
+	// NatsAuthToken, with the embedded server, is the token its listener
+	// requires of every client; jetgate's own connection sends it.
+	NatsAuthToken string
+}
+
+// keyring builds the bearer-token keyring; nil when no token is configured.
+func (c Config) keyring() (*authz.Keyring, error) {
+	tokens := map[authz.Role][]string{
+		authz.RoleProducer: slices.Clone(c.ProducerTokens),
+		authz.RoleWorker:   slices.Clone(c.WorkerTokens),
+		authz.RoleAdmin:    slices.Clone(c.AdminTokens),
+	}
+	if c.AuthTokensFile != "" {
+		data, err := os.ReadFile(c.AuthTokensFile)
+		if err != nil {
+			return nil, fmt.Errorf("auth tokens file: %w", err)
+		}
+		if err := authz.ParseTokenFile(data, tokens); err != nil {
+			return nil, fmt.Errorf("auth tokens file %s: %w", c.AuthTokensFile, err)
+		}
+	}
+	k, err := authz.NewKeyring(tokens)
+	if err != nil {
+		return nil, fmt.Errorf("auth tokens: %w", err)
+	}
+	return k, nil
 }
 
 func (c Config) withDefaults() Config {
@@ -83,6 +123,12 @@ func (c Config) validate() error {
 	}
 	if c.NatsURL == "" && c.Replicas != 1 {
 		return fmt.Errorf("replicas %d needs a cluster: the embedded server is a single node (set --nats-url)", c.Replicas)
+	}
+	if c.NatsAuthToken != "" && c.NatsURL != "" {
+		return fmt.Errorf("--nats-auth-token secures the embedded server; with --nats-url use --nats-token or the other --nats-* credentials")
+	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		return fmt.Errorf("--tls-cert and --tls-key go together")
 	}
 	if (c.NatsTLSCert == "") != (c.NatsTLSKey == "") {
 		return fmt.Errorf("--nats-tls-cert and --nats-tls-key go together")
