@@ -456,7 +456,9 @@ func TestBackpressureDropOldest_BPR003(t *testing.T) {
 	}
 	// Active jobs are not depth (3: available + scheduled + retryable):
 	// with all three running the queue has room for three more, taken
-	// here by scheduled jobs.
+	// here by scheduled jobs. A claim gives its unit back after its
+	// compare-and-swap, asynchronously (admission/doc.go): wait for it.
+	eventually(t, 10*time.Second, "units of the claimed jobs released", func() bool { n, _ := units(t, b.js, "drop"); return n == 0 })
 	at := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
 	for i := range 3 {
 		enqueue(t, b, fmt.Sprintf(`{"type":"t","args":[%d],"options":{"queue":"drop"},"scheduled_at":%q}`, 10+i, at))
