@@ -76,11 +76,7 @@ type adminHandlers struct {
 // stats is GET /ojs/v1/admin/stats (10.1, ADM-005).
 func (h adminHandlers) stats(w http.ResponseWriter, r *http.Request) {
 	st, err := h.b.AdminStats(r.Context())
-	if err != nil {
-		h.s.writeError(w, r, err)
-		return
-	}
-	h.s.writeJSON(w, r, http.StatusOK, st)
+	h.s.answer(w, r, st, err)
 }
 
 // queues is GET /ojs/v1/admin/queues?page=&per_page= (6.1, ADM-001).
@@ -91,11 +87,7 @@ func (h adminHandlers) queues(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out, err := h.b.AdminQueues(r.Context(), page, per)
-	if err != nil {
-		h.s.writeError(w, r, err)
-		return
-	}
-	h.s.writeJSON(w, r, http.StatusOK, out)
+	h.s.answer(w, r, out, err)
 }
 
 // queue is GET /ojs/v1/admin/queues/{name} (6.2).
@@ -106,11 +98,7 @@ func (h adminHandlers) queue(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out, err := h.b.AdminQueue(r.Context(), name)
-	if err != nil {
-		h.s.writeError(w, r, err)
-		return
-	}
-	h.s.writeJSON(w, r, http.StatusOK, out)
+	h.s.answer(w, r, out, err)
 }
 
 // adminQueueState is the answer to admin pause and resume (6.3, 6.4).
@@ -338,11 +326,7 @@ func (h adminHandlers) bulk(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := h.b.BulkJobs(r.Context(), req)
-	if err != nil {
-		h.s.writeError(w, r, err)
-		return
-	}
-	h.s.writeJSON(w, r, http.StatusOK, res)
+	h.s.answer(w, r, res, err)
 }
 
 func decodeBulk(r *http.Request) (ojs.BulkRequest, error) {
@@ -402,9 +386,5 @@ func decodeBulk(r *http.Request) (ojs.BulkRequest, error) {
 // /ojs/v1/admin/dead-letter/stats (ojs-dead-letter.md 10.1, DLQ-R004).
 func (h adminHandlers) deadLetterStats(w http.ResponseWriter, r *http.Request) {
 	st, err := h.b.DeadLetterStats(r.Context())
-	if err != nil {
-		h.s.writeError(w, r, err)
-		return
-	}
-	h.s.writeJSON(w, r, http.StatusOK, st)
+	h.s.answer(w, r, st, err)
 }

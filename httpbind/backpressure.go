@@ -75,11 +75,7 @@ func (s *server) getQueueConfig(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cfg, err := s.b.(BackpressureBackend).QueueConfig(r.Context(), name)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	s.writeJSON(w, r, http.StatusOK, cfg)
+	s.answer(w, r, cfg, err)
 }
 
 // putQueueConfig is PUT .../queues/{name}/config. It accepts the
@@ -105,11 +101,7 @@ func (s *server) putQueueConfig(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cfg, err := s.b.(BackpressureBackend).SetQueueBackpressure(r.Context(), name, bp)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	s.writeJSON(w, r, http.StatusOK, cfg)
+	s.answer(w, r, cfg, err)
 }
 
 // decodeBackpressure reads one of the three accepted shapes; giving two

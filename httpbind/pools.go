@@ -5,8 +5,6 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/gorilla/mux"
-
 	"github.com/jetgate/jetgate/admission/ojs"
 )
 
@@ -45,13 +43,9 @@ type poolHandlers struct {
 	b PoolBackend
 }
 
-func pathPool(r *http.Request) (string, error) {
-	name := mux.Vars(r)["pool"]
-	if !ojs.ValidGroupName(name) {
-		return "", invalid("name", `a pool name matching ^[a-z0-9][a-z0-9\-\.]*$ of at most 128 characters`, strconv.Quote(short(name)))
-	}
-	return name, nil
-}
+// pathPool reads and checks the {pool} path variable: a pool is a worker
+// group, named by the same rule.
+func pathPool(r *http.Request) (string, error) { return groupName(r, "pool", "name", "pool") }
 
 // list is GET /ojs/v1/admin/pools (10.1, FS-004): {"items":[...]}.
 func (h poolHandlers) list(w http.ResponseWriter, r *http.Request) {
@@ -74,11 +68,7 @@ func (h poolHandlers) get(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p, err := h.b.Pool(r.Context(), name)
-	if err != nil {
-		h.s.writeError(w, r, err)
-		return
-	}
-	h.s.writeJSON(w, r, http.StatusOK, p)
+	h.s.answer(w, r, p, err)
 }
 
 // put is PUT /ojs/v1/admin/pools/{pool} (10.1): {"queues": [names] or
@@ -102,11 +92,7 @@ func (h poolHandlers) put(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p, err := h.b.SetPool(r.Context(), g)
-	if err != nil {
-		h.s.writeError(w, r, err)
-		return
-	}
-	h.s.writeJSON(w, r, http.StatusOK, p)
+	h.s.answer(w, r, p, err)
 }
 
 // decodePool reads the body of a PUT of pool name.
@@ -157,9 +143,5 @@ func (h poolHandlers) delete(w http.ResponseWriter, r *http.Request) {
 // stats is GET /ojs/v1/admin/scheduling/stats (10.2, FS-R004).
 func (h poolHandlers) stats(w http.ResponseWriter, r *http.Request) {
 	st, err := h.b.SchedulingStats(r.Context())
-	if err != nil {
-		h.s.writeError(w, r, err)
-		return
-	}
-	h.s.writeJSON(w, r, http.StatusOK, st)
+	h.s.answer(w, r, st, err)
 }

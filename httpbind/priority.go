@@ -32,11 +32,7 @@ func (s *server) priorityRoutes() []route {
 				return
 			}
 			st, err := pb.PriorityStats(r.Context(), name)
-			if err != nil {
-				s.writeError(w, r, err)
-				return
-			}
-			s.writeJSON(w, r, http.StatusOK, st)
+			s.answer(w, r, st, err)
 		}, s.cfg.MaxBodyBytes},
 	}
 }
@@ -96,11 +92,7 @@ func (s *server) patchJob(w http.ResponseWriter, r *http.Request, pb PriorityBac
 	}
 	if !timeouts || (prio != nil && len(o) == 1) {
 		res, err := pb.SetPriority(r.Context(), id, *prio)
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		s.writeJSON(w, r, http.StatusOK, res)
+		s.answer(w, r, res, err)
 		return
 	}
 	tp, err := ojs.ParseTimeoutPatch(b)

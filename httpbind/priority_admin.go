@@ -87,11 +87,7 @@ func (h priorityAdminHandlers) putAging(w http.ResponseWriter, r *http.Request) 
 		return
 	}
 	res, err := h.b.SetQueueAging(r.Context(), name, a)
-	if err != nil {
-		h.s.writeError(w, r, err)
-		return
-	}
-	h.s.writeJSON(w, r, http.StatusOK, res)
+	h.s.answer(w, r, res, err)
 }
 
 // deleteAging is DELETE /ojs/v1/admin/queues/{name}/aging.
@@ -151,10 +147,14 @@ func decodeAging(o object) (*ojs.Aging, error) {
 }
 
 // pathGroup reads and checks the {group} path variable.
-func pathGroup(r *http.Request) (string, error) {
-	name := mux.Vars(r)["group"]
+func pathGroup(r *http.Request) (string, error) { return groupName(r, "group", "group", "group") }
+
+// groupName reads the path variable v, a worker group's (or pool's) name;
+// a 400 names field and says what it names.
+func groupName(r *http.Request, v, field, what string) (string, error) {
+	name := mux.Vars(r)[v]
 	if !ojs.ValidGroupName(name) {
-		return "", invalid("group", `a group name matching ^[a-z0-9][a-z0-9\-\.]*$ of at most 128 characters`, strconv.Quote(short(name)))
+		return "", invalid(field, "a "+what+` name matching ^[a-z0-9][a-z0-9\-\.]*$ of at most 128 characters`, strconv.Quote(short(name)))
 	}
 	return name, nil
 }
@@ -202,11 +202,7 @@ func (h priorityAdminHandlers) putGroup(w http.ResponseWriter, r *http.Request) 
 		return
 	}
 	res, err := h.b.SetWorkerGroup(r.Context(), g)
-	if err != nil {
-		h.s.writeError(w, r, err)
-		return
-	}
-	h.s.writeJSON(w, r, http.StatusOK, res)
+	h.s.answer(w, r, res, err)
 }
 
 // decodeGroup reads the body of a PUT of group name.

@@ -59,11 +59,7 @@ func (s *server) queueStats(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	stats, err := s.b.QueueStats(r.Context(), name)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	s.writeJSON(w, r, http.StatusOK, stats)
+	s.answer(w, r, stats, err)
 }
 
 // queueState is the answer to pause and resume (11.3, 11.4). Paused

@@ -82,11 +82,7 @@ func (h rateLimitHandlers) get(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	st, err := h.b.RateLimit(r.Context(), key)
-	if err != nil {
-		h.s.writeError(w, r, err)
-		return
-	}
-	h.s.writeJSON(w, r, http.StatusOK, st)
+	h.s.answer(w, r, st, err)
 }
 
 // list is GET /ojs/v1/rate-limits (10.3): page and per_page as the
@@ -115,11 +111,7 @@ func (h rateLimitHandlers) list(w http.ResponseWriter, r *http.Request) {
 		page.Offset = (n - 1) * page.Limit
 	}
 	res, err := h.b.RateLimits(r.Context(), page)
-	if err != nil {
-		h.s.writeError(w, r, err)
-		return
-	}
-	h.s.writeJSON(w, r, http.StatusOK, res)
+	h.s.answer(w, r, res, err)
 }
 
 // override is PUT /ojs/v1/rate-limits/{key} (10.2, RL-R004):
@@ -136,11 +128,7 @@ func (h rateLimitHandlers) override(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	st, err := h.b.SetRateLimitOverride(r.Context(), key, ov)
-	if err != nil {
-		h.s.writeError(w, r, err)
-		return
-	}
-	h.s.writeJSON(w, r, http.StatusOK, st)
+	h.s.answer(w, r, st, err)
 }
 
 func decodeOverride(r *http.Request) (ojs.RateLimitOverride, error) {
@@ -181,11 +169,7 @@ func (h rateLimitHandlers) reset(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	st, err := h.b.ResetRateLimit(r.Context(), key)
-	if err != nil {
-		h.s.writeError(w, r, err)
-		return
-	}
-	h.s.writeJSON(w, r, http.StatusOK, st)
+	h.s.answer(w, r, st, err)
 }
 
 // getQueue is GET /ojs/v1/admin/queues/{name}/rate-limit.
@@ -196,11 +180,7 @@ func (h rateLimitHandlers) getQueue(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	st, err := h.b.QueueRateLimit(r.Context(), name)
-	if err != nil {
-		h.s.writeError(w, r, err)
-		return
-	}
-	h.s.writeJSON(w, r, http.StatusOK, st)
+	h.s.answer(w, r, st, err)
 }
 
 // setQueue is PUT /ojs/v1/admin/queues/{name}/rate-limit (7.2, RL-R005):
@@ -249,9 +229,5 @@ func (h rateLimitHandlers) deleteQueue(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q, err := h.b.SetQueueRateLimit(r.Context(), name, nil)
-	if err != nil {
-		h.s.writeError(w, r, err)
-		return
-	}
-	h.s.writeJSON(w, r, http.StatusOK, q)
+	h.s.answer(w, r, q, err)
 }

@@ -140,6 +140,16 @@ func (s *server) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
 	s.writeError(w, r, errMethodNotAllowed(r, allowed))
 }
 
+// answer writes v with status 200, or err through writeError: the end of
+// a handler whose operation answers its result.
+func (s *server) answer(w http.ResponseWriter, r *http.Request, v any, err error) {
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeJSON(w, r, http.StatusOK, v)
+}
+
 // writeJSON writes v as the response body with the binding's media type.
 // v is encoded before the status is written, so an encoding failure still
 // answers a well-formed 500.

@@ -209,11 +209,7 @@ func (s *server) nack(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := s.b.Nack(r.Context(), req)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	s.writeJSON(w, r, http.StatusOK, res)
+	s.answer(w, r, res, err)
 }
 
 func decodeNack(r *http.Request) (ojs.NackRequest, error) {

@@ -173,11 +173,7 @@ func (h workerHandlers) health(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := h.b.WorkerHealth(r.Context(), id)
-	if err != nil {
-		h.s.writeError(w, r, err)
-		return
-	}
-	h.s.writeJSON(w, r, http.StatusOK, res)
+	h.s.answer(w, r, res, err)
 }
 
 // list is GET /ojs/v1/admin/workers?page=&per_page= (ojs-admin-api.md
@@ -212,11 +208,7 @@ func (h workerHandlers) get(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := h.b.Worker(r.Context(), id)
-	if err != nil {
-		h.s.writeError(w, r, err)
-		return
-	}
-	h.s.writeJSON(w, r, http.StatusOK, res)
+	h.s.answer(w, r, res, err)
 }
 
 // direct is POST /ojs/v1/admin/workers/{id}/quiet (9.3) and
@@ -230,11 +222,7 @@ func (h workerHandlers) direct(directive string) http.HandlerFunc {
 			return
 		}
 		res, err := h.b.Directive(r.Context(), id, directive)
-		if err != nil {
-			h.s.writeError(w, r, err)
-			return
-		}
-		h.s.writeJSON(w, r, http.StatusOK, res)
+		h.s.answer(w, r, res, err)
 	}
 }
 
