@@ -253,20 +253,7 @@ func TestAdminListJobs_ADM003(t *testing.T) {
 		t.Fatalf("page 1 pagination: %v", pg)
 	}
 	// Pages by cursor, through every state (records, then ready stream).
-	var seen []string
-	q := "queue=orders&per_page=3"
-	for n := 0; ; n++ {
-		if n > 10 {
-			t.Fatal("cursor paging does not end")
-		}
-		b := get(q)
-		seen = append(seen, itemIDs(b)...)
-		pg := obj(b["pagination"])
-		if pg["has_more"] != true {
-			break
-		}
-		q = "queue=orders&per_page=3&cursor=" + url.QueryEscape(pg["next_cursor"].(string))
-	}
+	seen := pageByCursor(t, get, "queue=orders&per_page=3")
 	if len(seen) != 10 {
 		t.Fatalf("cursor paging saw %d jobs: %v", len(seen), seen)
 	}
@@ -296,20 +283,7 @@ func TestAdminListJobsClusterR3_ADM003(t *testing.T) {
 	get := func(q string) map[string]any { return c.must(200, "GET", "/ojs/v1/admin/jobs?"+q, nil) }
 	wantIDs(t, "available", itemIDs(get("state=available&queue=orders")), f.available)
 	wantIDs(t, "discarded", itemIDs(get("state=discarded")), f.discarded)
-	var seen []string
-	q := "queue=orders&per_page=4"
-	for n := 0; ; n++ {
-		if n > 10 {
-			t.Fatal("cursor paging does not end")
-		}
-		b := get(q)
-		seen = append(seen, itemIDs(b)...)
-		pg := obj(b["pagination"])
-		if pg["has_more"] != true {
-			break
-		}
-		q = "queue=orders&per_page=4&cursor=" + url.QueryEscape(pg["next_cursor"].(string))
-	}
+	seen := pageByCursor(t, get, "queue=orders&per_page=4")
 	wantIDs(t, "cursor paging", seen, slices.Concat(f.available, f.completed, f.discarded, f.scheduled, f.active))
 	res := c.must(200, "POST", "/ojs/v1/admin/jobs/bulk/retry", map[string]any{"filter": map[string]any{"state": "discarded"}, "confirm": true})
 	if res["succeeded"] != float64(2) {
@@ -460,5 +434,25 @@ func TestAdminDeadLetter_DLQ(t *testing.T) {
 	r = c.must(200, "POST", "/ojs/v1/admin/jobs/"+f.scheduled[0]+"/cancel", nil)
 	if obj(r["job"])["state"] != "cancelled" {
 		t.Fatalf("admin cancel: %v", r)
+	}
+}
+
+// pageByCursor lists query page by page, following next_cursor until
+// has_more is false, and returns the ids seen in order.
+func pageByCursor(t *testing.T, get func(string) map[string]any, query string) []string {
+	t.Helper()
+	var seen []string
+	q := query
+	for n := 0; ; n++ {
+		if n > 10 {
+			t.Fatal("cursor paging does not end")
+		}
+		b := get(q)
+		seen = append(seen, itemIDs(b)...)
+		pg := obj(b["pagination"])
+		if pg["has_more"] != true {
+			return seen
+		}
+		q = query + "&cursor=" + url.QueryEscape(pg["next_cursor"].(string))
 	}
 }
