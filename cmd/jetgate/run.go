@@ -21,6 +21,7 @@ Usage:
 Commands:
   serve     run the OJS HTTP server (with an embedded NATS server by default)
   bench     measure jetgate against raw JetStream on this machine
+  load      overload jetgate's HTTP API and check it degrades as documented
   version   print the version, git commit and Go version
   help      show this help, or "jetgate help <command>" for a command's
 
@@ -38,6 +39,7 @@ func commands() map[string]command {
 	return map[string]command{
 		"serve":   {usage: serveUsage(), run: runServe},
 		"bench":   {usage: benchUsage(), run: runBench},
+		"load":    {usage: loadUsage(), run: runLoad},
 		"version": {usage: versionUsage, run: runVersion},
 		"help":    {usage: helpUsage, run: runHelp},
 	}
