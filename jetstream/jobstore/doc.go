@@ -140,6 +140,73 @@
 // until they are drained a level consumer needs both filters
 // (FilterSubjects).
 //
+// # The layout change, worked out (issue 17, not built yet)
+//
+// What the change must get right besides the lookup above, found while
+// working it out against the code (session 8). Each point is a decision
+// for the implementation, with the reason.
+//
+//   - One fence. A job without a record is "seeded" from its ready
+//     message (the body is the whole job, Internal included: token,
+//     depth unit, limits) at revision 0, and the transition writes it
+//     with expected last subject sequence 0: create-if-absent. That is
+//     the same transition code as today (admission's transition), with
+//     read falling back to the ready stream and write turning rev 0 into a
+//     create. Claim, cancel, PATCH, expiry, drop_oldest, aging and admin
+//     delete all go through it, so whoever writes first wins and every
+//     other ready message of the job becomes stale by its token.
+//   - Deleted is not absent. A record purged by an operator (KV purge
+//     marker) must not be re-created by a late ready message: read the
+//     record with a direct get of its subject and tell the marker from
+//     "never written"; seed only from "never written", and a strict
+//     create (expected sequence 0) fails on a marker anyway.
+//   - Duplicate ids stay 409. Clients send their own ids (the official
+//     SDKs do), cron relies on a duplicate id to make one enqueue per tick
+//     across processes, and workflows on it to enqueue a step once. An
+//     enqueue of an available job publishes with Nats-Msg-Id = job id (the
+//     stream's duplicate window catches retries for free) and with
+//     Nats-Expected-Last-Subject-Sequence 0 checked on the subject
+//     ojs.ready.*.*.<id> (nats-server 2.11+ takes the subject to check in
+//     Nats-Expected-Last-Subject-Sequence-Subject; it accepts wildcards
+//     and walks the levels like the lookup above), then reads the record:
+//     a record holding another token means the id is taken (409; the new
+//     message is removed and would be stale anyway). A server-made id
+//     (UUIDv7 from NewID) skips both checks. An enqueue that starts with a
+//     record (scheduled, pending) creates it, then looks for a ready
+//     message of the id with another token; two enqueues racing across
+//     the two paths then see each other at least once (each reads the
+//     other's place after its own write landed on that place's leader),
+//     so at worst both answer 409 and neither job exists: safe, and a
+//     retry settles it.
+//   - Finished records expire; ready messages must not outlive them. The
+//     held ready message of a claimed job is acknowledged when the job
+//     finishes (AckHeld). If that ack is lost and nothing fetches the
+//     level until the record's retention (24 h) is over, a seed would run
+//     the job again. The completion's ack must be confirmed (AckSync,
+//     retried), and a crash between the record write and the ack is
+//     covered by redelivery after ClaimAckWait, long before retention.
+//   - Levels without walking jobs. Per-job subjects make every lookup that
+//     matches a queue's subjects walk its jobs (ReadyLevels's multi_last
+//     and stream info, recheckLevel and ReadyArrivals's next-by-subject,
+//     drop_oldest's and aging's oldest message). The levels a queue uses
+//     go to a registry (a KV key per queue and level, created the first
+//     time a process publishes at that level, before the message; every
+//     process watches it), and a fetch asks the level consumers of the
+//     registered levels, in parallel, for num_pending: counts kept by the
+//     server as messages come and go, flat in the number of jobs. A level
+//     whose num_pending is 0 but whose num_ack_pending is not may hold
+//     put-back (Nak) messages and is pulled anyway. The only new window:
+//     a level used for the first time is seen by other processes when
+//     their watch delivers its key (milliseconds).
+//   - Level consumers filter ojs.ready.<queue>.<priority>.> and, until the
+//     old layout is drained, ojs.ready.<queue>.<priority> (FilterSubjects).
+//   - Batches: one atomic batch of the ready messages (ADR-50) replaces
+//     today's pipelined ready messages plus an atomic batch of records,
+//     halving the messages of a batch enqueue. Its cost on file storage
+//     is measured against the raw atomic batch in bench drain-http
+//     (insert jobs/s); no cheaper all-or-nothing scheme keeps recordless
+//     jobs invisible until the whole batch is stored.
+//
 // Operators with the nats CLI see one subject per available job: nats
 // stream info OJS_READY counts them (subjects = ready jobs), nats stream
 // subjects OJS_READY lists every one of them (use a filter on a large
