@@ -20,7 +20,7 @@ type Lifecycle interface {
 	// before anything of them is stored. An error refuses the whole call.
 	// An Admission whose Existing[i] is set answers jobs[i] with that
 	// existing job instead: jobs[i] is not created. Admit may change the
-	// jobs (their first state and schedule) but not their ids.
+	// jobs (their first state, schedule and meta) but not their ids.
 	Admit(ctx context.Context, jobs Jobs, batch []*ojs.Job) (Admission, error)
 	// JobChanged runs after a state change of j (from a state) was stored
 	// by an operation that reads and compare-and-swaps the record (cancel,

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/jetgate/jetgate/admission/authz"
 )
 
@@ -50,6 +52,11 @@ type Config struct {
 	// Logger receives one debug line per request and every 5xx at error
 	// level (default slog.Default()).
 	Logger *slog.Logger
+	// TracerProvider, when set, records a server span per request, a
+	// child of the request's traceparent (admission/tracing). Unset, no
+	// span is recorded but a request's traceparent still reaches the
+	// jobs it enqueues.
+	TracerProvider trace.TracerProvider
 
 	// Extensions lists the extension URIs actually implemented
 	// (e.g. "urn:ojs:ext:priority"); the manifest shows them as strings.

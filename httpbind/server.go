@@ -57,7 +57,7 @@ func New(b Backend, cfg Config) (http.Handler, error) {
 		if rt.method == http.MethodGet {
 			methods = append(methods, http.MethodHead)
 		}
-		s.router.Handle(rt.path, s.authorize(routeOp(rt.method, rt.path), s.limitBody(rt.limit, rt.h))).Methods(methods...)
+		s.router.Handle(rt.path, s.traced(rt.method, rt.path, s.authorize(routeOp(rt.method, rt.path), s.limitBody(rt.limit, rt.h)))).Methods(methods...)
 	}
 	s.router.NotFoundHandler = http.HandlerFunc(s.notFound)
 	s.router.MethodNotAllowedHandler = http.HandlerFunc(s.methodNotAllowed)

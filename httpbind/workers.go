@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jetgate/jetgate/admission/ojs"
+	"github.com/jetgate/jetgate/admission/tracing"
 )
 
 // fetch is FETCH, POST /ojs/v1/workers/fetch (ojs-http-binding.md 10.1):
@@ -26,6 +27,7 @@ func (s *server) fetch(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	tracing.LinkJobs(r.Context(), jobs)
 	s.writeJobs(w, r, http.StatusOK, "jobs", nil, publicJobs(jobs))
 }
 

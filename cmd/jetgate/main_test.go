@@ -154,6 +154,7 @@ func TestParseServeDefaults(t *testing.T) {
 		// Issue 17: no event stream by default.
 		EventsStream: false, EventsMaxAge: 24 * time.Hour, EventsMaxMsgs: 100_000, EventsMaxBytes: 64 << 20,
 		EventsBuffer: 10_000, EventsBufferBytes: 16 << 20, EventsIdle: 10 * time.Minute,
+		TracesSampleRatio: 1,
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Fatalf("defaults = %+v\nwant       %+v", cfg, want)

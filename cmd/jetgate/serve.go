@@ -63,6 +63,9 @@ var serveGroups = []flagGroup{
 		{"events-stream", ""}, {"events-max-age", "DURATION"}, {"events-max-msgs", "N"}, {"events-max-bytes", "SIZE"},
 		{"events-buffer", "N"}, {"events-buffer-bytes", "SIZE"}, {"events-idle", "DURATION"},
 	}},
+	{"Tracing (OpenTelemetry; a request's traceparent reaches its jobs' meta either way)", [][2]string{
+		{"otel-traces-endpoint", "URL"}, {"otel-traces-sample-ratio", "RATIO"},
+	}},
 	{"Logging", [][2]string{{"log-level", "LEVEL"}, {"log-format", "FORMAT"}}},
 }
 
@@ -121,6 +124,9 @@ func newServeFlags(cfg *app.Config) *flag.FlagSet {
 	cfg.EventsBufferBytes = 16 << 20
 	fs.Var((*byteSize)(&cfg.EventsBufferBytes), "events-buffer-bytes", "Without --events-stream: most memory the in-memory capture uses, oldest events dropped first.")
 	fs.DurationVar(&cfg.EventsIdle, "events-idle", 10*time.Minute, "Without --events-stream: the capture stops, freeing its memory, after this long without a read of GET /ojs/v1/events; the next read starts it again.")
+
+	fs.StringVar(&cfg.TracesEndpoint, "otel-traces-endpoint", "", "OTLP/HTTP endpoint to export spans to (e.g. http://collector:4318/v1/traces): a span per HTTP request, a child of its traceparent; enqueue stamps it into meta.traceparent. Empty: no spans.")
+	fs.Float64Var(&cfg.TracesSampleRatio, "otel-traces-sample-ratio", 1, "Share of traces started here (requests without a traceparent) that are recorded, 0..1; requests with one follow its sampled flag.")
 
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "Least severe log level written to stderr: debug, info, warn or error.")
 	fs.StringVar(&cfg.LogFormat, "log-format", "text", "Log format: text (key=value) or json.")

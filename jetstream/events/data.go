@@ -60,7 +60,9 @@ type errorData struct {
 //     and reason in extra
 //
 // Every job event carries job_type, queue and, when the job's meta has a
-// trace_id or traceparent, trace_id (section 8.1). extra adds or overrides
+// trace_id or traceparent, trace_id (section 8.1); the NATS message of a
+// job whose meta.traceparent is a W3C traceparent carries it as the
+// traceparent header, so NATS subscribers continue the job's trace. extra adds or overrides
 // data fields (unique_key, cancelled_by, progress_percent ...). Like
 // Publish it never blocks on the server and never fails the caller.
 func (p *Publisher) PublishJob(eventType string, job *ojs.Job, extra map[string]any) {
@@ -68,8 +70,9 @@ func (p *Publisher) PublishJob(eventType string, job *ojs.Job, extra map[string]
 		return
 	}
 	d := p.jobData(eventType, job)
+	_, tp := traceMeta(job.Meta)
 	if len(extra) == 0 {
-		p.Publish(eventType, job.ID, d)
+		p.publish(eventType, job.ID, d, tp)
 		return
 	}
 	merged, err := mergeData(d, extra)
@@ -77,7 +80,7 @@ func (p *Publisher) PublishJob(eventType string, job *ojs.Job, extra map[string]
 		p.drop(eventType, job.ID, "encode extra", err)
 		return
 	}
-	p.Publish(eventType, job.ID, merged)
+	p.publish(eventType, job.ID, merged, tp)
 }
 
 func (p *Publisher) jobData(eventType string, job *ojs.Job) *jobData {
@@ -195,24 +198,34 @@ func stackTrace(raw json.RawMessage) string {
 // traceID extracts the trace id of a job's meta: meta.trace_id, else the
 // trace-id field of meta.traceparent (version-traceid-parentid-flags).
 func traceID(meta json.RawMessage) string {
+	id, _ := traceMeta(meta)
+	return id
+}
+
+// traceMeta reads a job's trace id (traceID) and its meta.traceparent
+// when that is a well-formed W3C value (else "").
+func traceMeta(meta json.RawMessage) (id, traceparent string) {
 	if len(meta) == 0 || !bytes.Contains(meta, []byte("trace")) {
-		return ""
+		return "", ""
 	}
 	var m struct {
 		TraceID     string `json:"trace_id"`
 		TraceParent string `json:"traceparent"`
 	}
 	if json.Unmarshal(meta, &m) != nil {
-		return ""
-	}
-	if m.TraceID != "" {
-		return m.TraceID
+		return "", ""
 	}
 	parts := strings.Split(m.TraceParent, "-")
-	if len(parts) == 4 && len(parts[1]) == 32 {
-		return parts[1]
+	if len(parts) == 4 && len(parts[0]) == 2 && len(parts[1]) == 32 && len(parts[2]) == 16 && len(parts[3]) == 2 {
+		traceparent = m.TraceParent
 	}
-	return ""
+	switch {
+	case m.TraceID != "":
+		return m.TraceID, traceparent
+	case traceparent != "":
+		return parts[1], traceparent
+	}
+	return "", ""
 }
 
 // mergeData returns d as a JSON object with the keys of extra added or

@@ -252,6 +252,12 @@ type envelope struct {
 // topology.EventSubject(eventType) and returns at once: failures are logged
 // at debug level and counted in Stats, never returned.
 func (p *Publisher) Publish(eventType, subject string, data any) {
+	p.publish(eventType, subject, data, "")
+}
+
+// publish is Publish with the W3C traceparent header of the event's job
+// ("" for none).
+func (p *Publisher) publish(eventType, subject string, data any, traceparent string) {
 	if p == nil {
 		return
 	}
@@ -274,7 +280,11 @@ func (p *Publisher) Publish(eventType, subject string, data any) {
 		p.drop(eventType, subject, "encode", err)
 		return
 	}
-	if err := p.nc.Publish(subjectOf(eventType), b); err != nil {
+	msg := &nats.Msg{Subject: subjectOf(eventType), Data: b}
+	if traceparent != "" {
+		msg.Header = nats.Header{"traceparent": []string{traceparent}}
+	}
+	if err := p.nc.PublishMsg(msg); err != nil {
 		p.drop(eventType, subject, "publish", err)
 		return
 	}

@@ -358,3 +358,22 @@ func BenchmarkPublishJob(b *testing.B) {
 		})
 	}
 }
+
+// A job event's NATS message carries the job's meta.traceparent as the
+// W3C traceparent header (issue 19, tracing: trace context in NATS
+// headers), so a NATS subscriber continues the job's trace; a job without
+// one, or with a malformed one, sends no header.
+func TestPublishJobTraceparentHeader(t *testing.T) {
+	p, b := setup(t, Config{})
+	ch := subscribe(t, b.nc)
+	tp := "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	p.PublishJob(TypeJobCompleted, &ojs.Job{ID: "j1", Type: "t", Queue: "q", Meta: json.RawMessage(`{"traceparent":"` + tp + `"}`)}, nil)
+	p.PublishJob(TypeJobCompleted, &ojs.Job{ID: "j2", Type: "t", Queue: "q", Meta: json.RawMessage(`{"traceparent":"not-one"}`)}, nil)
+	p.PublishJob(TypeJobCompleted, &ojs.Job{ID: "j3", Type: "t", Queue: "q"}, nil)
+	for _, want := range []string{tp, "", ""} {
+		m := receive(t, ch)
+		if got := m.Header.Get("traceparent"); got != want {
+			t.Fatalf("event %s: traceparent header %q, want %q", m.Data, got, want)
+		}
+	}
+}

@@ -19,6 +19,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/jetgate/jetgate/admission"
 	"github.com/jetgate/jetgate/admission/admin"
 	"github.com/jetgate/jetgate/admission/authz"
@@ -67,10 +69,13 @@ type Server struct {
 	flows   *workflow.Engine
 	events  *events.Publisher
 	metrics *metrics.Metrics
-	httpSrv *http.Server
-	ln      net.Listener
-	certs   *certReloader // nil without --tls-cert
-	served  chan error
+	// tracer records the bindings' spans (nil: none); stopTracer flushes it.
+	tracer     trace.TracerProvider
+	stopTracer func(context.Context) error
+	httpSrv    *http.Server
+	ln         net.Listener
+	certs      *certReloader // nil without --tls-cert
+	served     chan error
 
 	stopOnce sync.Once
 }
@@ -93,6 +98,11 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 }
 
 func (s *Server) start(ctx context.Context) error {
+	tp, stop, err := s.tracerProvider()
+	if err != nil {
+		return err
+	}
+	s.tracer, s.stopTracer = tp, stop
 	url := s.cfg.NatsURL
 	if url == "" {
 		ns, err := embedded.Start(ctx, embedded.Config{DataDir: s.cfg.DataDir, Addr: s.cfg.NatsAddr,
@@ -227,6 +237,7 @@ func (s *Server) serveHTTP() error {
 		MaxBodyBytes:            s.cfg.MaxBodyBytes,
 		MaxFetchCount:           s.cfg.MaxFetchCount,
 		Logger:                  s.log.With("component", "http"),
+		TracerProvider:          s.tracer,
 		Extensions:              Extensions,
 		ConformanceLevel:        ConformanceLevel,
 		ServerVersion:           Version,
@@ -370,6 +381,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.events.Close()
 		if s.metrics != nil {
 			_ = s.metrics.Shutdown(ctx)
+		}
+		if s.stopTracer != nil {
+			_ = s.stopTracer(ctx)
 		}
 		if s.nc != nil {
 			if e := s.nc.FlushWithContext(ctx); e != nil && err == nil && !errors.Is(e, nats.ErrConnectionClosed) {

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/jetgate/jetgate/admission/authz"
 	"github.com/jetgate/jetgate/admission/ojs"
 	"github.com/jetgate/jetgate/jetstream/events"
@@ -77,6 +79,16 @@ type Config struct {
 	// NatsAuthToken, with the embedded server, is the token its listener
 	// requires of every client; jetgate's own connection sends it.
 	NatsAuthToken string
+
+	// TracesEndpoint, when set, exports OpenTelemetry spans over OTLP/HTTP
+	// to this URL (e.g. http://collector:4318/v1/traces), sampling root
+	// traces at TracesSampleRatio (0..1; the serve flag's default is 1)
+	// and following the parent's sampled flag otherwise. TracerProvider, when set, is used instead
+	// (tests, embedding). Without either no span is recorded, and a
+	// request's traceparent still reaches the jobs it enqueues.
+	TracesEndpoint    string
+	TracesSampleRatio float64
+	TracerProvider    trace.TracerProvider
 }
 
 // keyring builds the bearer-token keyring; nil when no token is configured.
@@ -150,6 +162,9 @@ func (c Config) validate() error {
 	}
 	if c.EventsMaxAge < 0 || c.EventsIdle < 0 || c.EventsMaxMsgs < 0 || c.EventsMaxBytes < 0 || c.EventsBuffer < 0 || c.EventsBufferBytes < 0 {
 		return fmt.Errorf("events limits must not be negative")
+	}
+	if c.TracesSampleRatio < 0 || c.TracesSampleRatio > 1 {
+		return fmt.Errorf("traces sample ratio must be within 0..1, got %g", c.TracesSampleRatio)
 	}
 	if c.MaxBodyBytes < 1024 {
 		return fmt.Errorf("max body bytes %d is too small (minimum 1024)", c.MaxBodyBytes)

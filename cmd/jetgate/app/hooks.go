@@ -22,6 +22,7 @@ func (s *Server) hooks(assets *topology.Assets) []admission.Lifecycle {
 		Logger:    s.log.With("component", "workflow"),
 	})
 	return []admission.Lifecycle{
+		traceHook{},
 		s.flows,
 		unique.New(unique.Config{
 			JS: s.js,
