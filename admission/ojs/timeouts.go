@@ -118,9 +118,14 @@ func parseTimeouts(j *Job, top, opts object) error {
 	return nil
 }
 
-// splitTimeout returns d in whole seconds (rounded up) and milliseconds.
+// splitTimeout returns d in whole milliseconds and whole seconds, both
+// rounded up. A duration given finer than a millisecond (an ISO 8601
+// "PT80.00001S") is first rounded up to one, so the two fields the record
+// keeps agree with each other when parsed again (fuzzing found 80 000 ms
+// beside 81 s).
 func splitTimeout(d time.Duration) (int, int64) {
-	return int(ceilDiv(d, time.Second)), int64(d / time.Millisecond)
+	ms := ceilDiv(d, time.Millisecond)
+	return int(ceilDiv(time.Duration(ms)*time.Millisecond, time.Second)), int64(ms)
 }
 
 // TimeoutFields are the names PATCH /ojs/v1/jobs/{id} accepts for timeouts.
