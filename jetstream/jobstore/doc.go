@@ -200,12 +200,24 @@
 //     their watch delivers its key (milliseconds).
 //   - Level consumers filter ojs.ready.<queue>.<priority>.> and, until the
 //     old layout is drained, ojs.ready.<queue>.<priority> (FilterSubjects).
-//   - Batches: one atomic batch of the ready messages (ADR-50) replaces
-//     today's pipelined ready messages plus an atomic batch of records,
-//     halving the messages of a batch enqueue. Its cost on file storage
-//     is measured against the raw atomic batch in bench drain-http
-//     (insert jobs/s); no cheaper all-or-nothing scheme keeps recordless
-//     jobs invisible until the whole batch is stored.
+//   - Batches: an atomic batch (ADR-50) cannot reach the 30k jobs/s of
+//     the issue; the batch becomes pipelined messages plus one commit
+//     marker. Measured (BenchmarkBatchAllOrNothing, 100 jobs of 700 B on
+//     per-job subjects, file storage, 2-core VM under heavy load from other
+//     work, 2026-11-25): an atomic batch of 100 took 28.6 ms (3.5k jobs/s);
+//     the same 100 messages published pipelined and awaited, then one
+//     commit marker stored, 3.5 ms (28.2k jobs/s), 8 times faster. So each
+//     ready message of a batch carries the batch id, and the batch's
+//     marker (one stored write per batch, 1/100 per job) is written after
+//     all of its messages landed; a claim, GET, cancel or PATCH of a job
+//     whose message names a batch needs its marker (read once per batch
+//     per process, then cached), and a message of a batch without a marker
+//     is inert: not found, never claimed, dropped after the orphan window.
+//     A failed batch (a duplicate id, a lost connection) thus leaves
+//     nothing visible, and its messages are removed (by sequence) right
+//     away so that the ids are free for the client's retry. The marker
+//     lives as long as the longest-waiting job of its batch could: its
+//     last claim (or the queue's purge) deletes it.
 //
 // Operators with the nats CLI see one subject per available job: nats
 // stream info OJS_READY counts them (subjects = ready jobs), nats stream
