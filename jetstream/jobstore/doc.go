@@ -198,6 +198,22 @@
 //     put-back (Nak) messages and is pulled anyway. The only new window:
 //     a level used for the first time is seen by other processes when
 //     their watch delivers its key (milliseconds).
+//   - No recheck against the stream. A consumer's pending count is updated
+//     asynchronously after a publish (admission/levels.go), and today an
+//     empty no-wait pull is confirmed by reading the level's next message
+//     by subject. With per-job subjects that read is a wildcard
+//     next-by-subject: nats-server's filestore (LoadNextMsg, 2.15.2) then
+//     skips the per-subject index once it holds 64k subjects and matches
+//     every block's subjects from the start sequence to the end of the
+//     stream, all queues' messages included. Instead the process that
+//     published a level's message notes the stream sequence from its
+//     publish ack; an empty pull on a level this process published to
+//     after the consumer's delivered sequence becomes a pull that waits a
+//     few milliseconds, which the server answers as soon as the count
+//     catches up. Between processes the lag cannot be told from a publish
+//     that came a moment later: a producer's 201 reaches its client and
+//     the client's next fetch reaches another process only after a round
+//     trip, longer than the lag observed so far (to be measured).
 //   - Level consumers filter ojs.ready.<queue>.<priority>.> and, until the
 //     old layout is drained, ojs.ready.<queue>.<priority> (FilterSubjects).
 //   - Batches: an atomic batch (ADR-50) cannot reach the 30k jobs/s of
