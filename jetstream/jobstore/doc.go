@@ -189,9 +189,12 @@
 //     matches a queue's subjects walk its jobs (ReadyLevels's multi_last
 //     and stream info, recheckLevel and ReadyArrivals's next-by-subject,
 //     drop_oldest's and aging's oldest message). The levels a queue uses
-//     go to a registry (a KV key per queue and level, created the first
-//     time a process publishes at that level, before the message; every
-//     process watches it), and a fetch asks the level consumers of the
+//     go to a registry: the queue's record in OJS_QUEUES, which every
+//     process already creates at a queue's first enqueue and watches
+//     (admission/queues.go), gains the list of levels used; the first
+//     publish at a level new to the record adds it with one
+//     compare-and-swap before the message (once per queue and level in
+//     the cluster, not per job). A fetch asks the level consumers of the
 //     registered levels, in parallel, for num_pending: counts kept by the
 //     server as messages come and go, flat in the number of jobs. A level
 //     whose num_pending is 0 but whose num_ack_pending is not may hold
