@@ -340,7 +340,7 @@ func decodeBulk(r *http.Request) (ojs.BulkRequest, error) {
 	if err != nil {
 		return req, err
 	}
-	confirm, err := o.boolean("confirm")
+	confirm, err := o.Boolean("confirm")
 	if err != nil {
 		return req, err
 	}
@@ -352,14 +352,14 @@ func decodeBulk(r *http.Request) (ojs.BulkRequest, error) {
 		return req, invalid("confirm", "true: a bulk operation changes every job its filter matches", got)
 	}
 	var fo object
-	if raw, ok := o.get("filter"); ok {
+	if raw, ok := o.Get("filter"); ok {
 		if fo, err = parseObject(raw); err != nil {
 			return req, invalid("filter", "a JSON object", describe(raw))
 		}
 	}
 	strs := map[string]string{}
 	for _, name := range []string{"queue", "state", "type", "since", "until"} {
-		v, err := fo.str(name, false)
+		v, err := fo.Str(name, false)
 		if err != nil {
 			return req, invalid("filter."+name, "a string", describe(fo[name]))
 		}
@@ -368,12 +368,12 @@ func decodeBulk(r *http.Request) (ojs.BulkRequest, error) {
 	if req.Filter, err = decodeFilter("filter.", func(n string) string { return strs[n] }, ""); err != nil {
 		return req, err
 	}
-	limit, err := o.integer("limit", 0, 1, 1<<31-1)
+	limit, err := o.Integer("limit", 0, 1, 1<<31-1)
 	if err != nil {
 		return req, err
 	}
 	req.Limit = int(limit)
-	if req.Cursor, err = o.str("cursor", false); err != nil {
+	if req.Cursor, err = o.Str("cursor", false); err != nil {
 		return req, err
 	}
 	if len(req.Cursor) > maxCursorLen {

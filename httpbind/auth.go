@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/jetgate/jetgate/admission/authz"
-	"github.com/jetgate/jetgate/admission/ojs"
+	"github.com/jetgate/jetgate/admission/ojs/wire"
 )
 
 // routeOps classifies every route as an authz operation class; the role
@@ -140,25 +140,8 @@ func bearerToken(r *http.Request) string {
 	return strings.TrimSpace(v[len(scheme):])
 }
 
-func errUnauthorized() error {
-	return &bindingError{
-		status: http.StatusUnauthorized, code: ojs.CodeUnauthorized,
-		msg:     "a valid bearer token is required",
-		details: map[string]any{},
-		header:  http.Header{"Www-Authenticate": {`Bearer realm="jetgate"`}},
-	}
-}
+func errUnauthorized() error { return wire.ErrUnauthorized() }
 
 func errForbidden(r *http.Request, role authz.Role, op authz.Op) error {
-	var roles []string
-	for _, rr := range []authz.Role{authz.RoleProducer, authz.RoleWorker, authz.RoleAdmin} {
-		if rr.Allows(op) {
-			roles = append(roles, rr.String())
-		}
-	}
-	return &bindingError{
-		status: http.StatusForbidden, code: ojs.CodeForbidden,
-		msg:     "the " + role.String() + " role may not " + r.Method + " " + r.URL.Path,
-		details: map[string]any{"role": role.String(), "required_roles": roles},
-	}
+	return wire.ErrForbidden(role, op, r.Method+" "+r.URL.Path)
 }

@@ -78,7 +78,7 @@ func (s *server) patchJob(w http.ResponseWriter, r *http.Request, pb PriorityBac
 		return
 	}
 	var prio *int
-	if raw, ok := o.get("priority"); ok {
+	if raw, ok := o.Get("priority"); ok {
 		p, err := ojs.ParsePriority(raw, "priority")
 		if err != nil {
 			s.writeError(w, r, err)

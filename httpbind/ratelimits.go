@@ -147,7 +147,7 @@ func decodeOverride(r *http.Request) (ojs.RateLimitOverride, error) {
 	if ov.Limits, err = ojs.ParseLimits(body, ""); err != nil {
 		return ov, err
 	}
-	if raw, ok := o.get("expires_at"); ok {
+	if raw, ok := o.Get("expires_at"); ok {
 		var t ojs.Time
 		if err := json.Unmarshal(raw, &t); err != nil {
 			return ov, invalid("expires_at", "an RFC 3339 time", describe(raw))
