@@ -11,6 +11,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/jetgate/jetgate/admission/ojs"
+	"github.com/jetgate/jetgate/admission/ojs/wire"
 )
 
 // AdminBackend is what the operator API (ojs-admin-api.md) asks of the
@@ -238,7 +239,7 @@ func parseJobListQuery(q url.Values, forced ojs.State) (ojs.JobListQuery, error)
 		return out, err
 	}
 	out.Cursor = q.Get("cursor")
-	if len(out.Cursor) > maxCursorLen {
+	if len(out.Cursor) > wire.MaxCursorLen {
 		return out, invalid("cursor", "a cursor returned as pagination.next_cursor", short(out.Cursor))
 	}
 	if out.Cursor != "" && q.Get("page") != "" {
@@ -376,7 +377,7 @@ func decodeBulk(r *http.Request) (ojs.BulkRequest, error) {
 	if req.Cursor, err = o.Str("cursor", false); err != nil {
 		return req, err
 	}
-	if len(req.Cursor) > maxCursorLen {
+	if len(req.Cursor) > wire.MaxCursorLen {
 		return req, invalid("cursor", "a cursor returned as next_cursor", short(req.Cursor))
 	}
 	return req, nil

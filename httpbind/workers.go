@@ -2,9 +2,8 @@ package httpbind
 
 import (
 	"net/http"
-	"time"
 
-	"github.com/jetgate/jetgate/admission/ojs"
+	"github.com/jetgate/jetgate/admission/ojs/wire"
 )
 
 // fetch is FETCH, POST /ojs/v1/workers/fetch (ojs-http-binding.md 10.1):
@@ -43,10 +42,7 @@ func (s *server) ack(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.writeJSON(w, r, http.StatusOK, struct {
-		Acknowledged bool `json:"acknowledged"`
-		*ojs.AckResult
-	}{true, res})
+	s.writeJSON(w, r, http.StatusOK, wire.NewAckReply(res))
 }
 
 // nack is FAIL, POST /ojs/v1/workers/nack (10.3): {"job_id","error"} ->
@@ -77,26 +73,5 @@ func (s *server) heartbeat(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	if res == nil {
-		res = &ojs.HeartbeatResult{}
-	}
-	out := struct {
-		State      string    `json:"state"`
-		Extended   []string  `json:"jobs_extended"`
-		Cancel     []string  `json:"jobs_to_cancel"`
-		ServerTime *ojs.Time `json:"server_time"`
-	}{res.State, res.Extended, res.Cancel, ojs.NewTime(res.ServerTime)}
-	if out.State == "" {
-		out.State = ojs.WorkerRunning
-	}
-	if out.Extended == nil {
-		out.Extended = []string{}
-	}
-	if out.Cancel == nil {
-		out.Cancel = []string{}
-	}
-	if res.ServerTime.IsZero() {
-		out.ServerTime = ojs.NewTime(time.Now())
-	}
-	s.writeJSON(w, r, http.StatusOK, out)
+	s.writeJSON(w, r, http.StatusOK, wire.NewHeartbeatReply(res))
 }
