@@ -106,6 +106,12 @@ var routeOps = map[string]authz.Op{
 // routeOp is the operation class of a route (OpAdmin when unlisted).
 func routeOp(method, path string) authz.Op { return routeOps[method+" "+path] }
 
+// RouteOp is the operation class of the route method + path pattern
+// ("POST", "/ojs/v1/jobs/{id}/activate"), OpAdmin when unlisted: other
+// bindings (natsbind's tests) check they classify the same operation the
+// same way.
+func RouteOp(method, path string) authz.Op { return routeOp(method, path) }
+
 // authorize wraps every route (New): with Config.Auth set, a request needs
 // "Authorization: Bearer <token>" with a token whose role allows op.
 // Missing or unknown token: 401 unauthorized with WWW-Authenticate; a

@@ -385,3 +385,53 @@ func EnqueueContext(ctx context.Context, blockTimeout string) (context.Context, 
 	}
 	return ojs.WithBlockTimeout(ctx, time.Duration(secs*float64(time.Second))), rep, nil
 }
+
+// DecodeFetchWait reads a NATS fetch's "wait_ms" (issue 19): how long the
+// fetch may wait for jobs, from 0 (the default: answer at once) to max.
+func DecodeFetchWait(b []byte, max time.Duration) (time.Duration, error) {
+	o, err := ParseObject(b)
+	if err != nil {
+		return 0, err
+	}
+	ms, err := o.Integer("wait_ms", 0, 0, max.Milliseconds())
+	return time.Duration(ms) * time.Millisecond, err
+}
+
+// MaxBatchItems bounds the items of a NATS ackbatch or nackbatch.
+const MaxBatchItems = 1000
+
+// DecodeBatchItems reads a batch worker call's list field ("acks" or
+// "nacks"): a non-empty array of at most MaxBatchItems objects, returned
+// raw so each item is decoded (and may fail) on its own.
+func DecodeBatchItems(b []byte, field string) ([]json.RawMessage, error) {
+	o, err := ParseObject(b)
+	if err != nil {
+		return nil, err
+	}
+	raw, ok := o.Get(field)
+	if !ok {
+		return nil, Invalid(field, fmt.Sprintf("an array of 1 to %d objects", MaxBatchItems), "nothing")
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(raw, &items); err != nil || len(items) == 0 || len(items) > MaxBatchItems {
+		got := Describe(raw)
+		if err == nil {
+			got = fmt.Sprintf("%d items", len(items))
+		}
+		return nil, Invalid(field, fmt.Sprintf("an array of 1 to %d objects", MaxBatchItems), got)
+	}
+	return items, nil
+}
+
+// ItemJobID is the job_id of a batch item as sent, for its result even
+// when the item does not decode ("" if it has none).
+func ItemJobID(item []byte) string {
+	var v struct {
+		JobID any `json:"job_id"`
+	}
+	if json.Unmarshal(item, &v) != nil {
+		return ""
+	}
+	s, _ := v.JobID.(string)
+	return s
+}
