@@ -55,7 +55,9 @@ func job(extra map[string]any) map[string]any {
 
 func twins() []twin {
 	path := func(method, p string, body any) func(string) (string, string, any) {
-		return func(v string) (string, string, any) { return method, strings.ReplaceAll(p, "{}", url.PathEscape(v)), body }
+		return func(v string) (string, string, any) {
+			return method, strings.ReplaceAll(p, "{}", url.PathEscape(v)), body
+		}
 	}
 	subj := func(op string, body func(v string) any) func(string) (string, any) {
 		return func(v string) (string, any) { return op, body(v) }
