@@ -94,9 +94,9 @@ func New(nc *nats.Conn, b Backend, cfg Config) (*Service, error) {
 func (s *Service) Start(context.Context) error {
 	svc, err := micro.AddService(s.nc, micro.Config{
 		Name:        ServiceName,
-		Version:     s.cfg.Version,
+		Version:     serviceVersion(s.cfg.Version),
 		Description: "Open Job Spec operations of jetgate (same bodies and error envelopes as the HTTP binding)",
-		Metadata:    map[string]string{"prefix": s.cfg.Prefix, "ojs_version": ProtocolVersion},
+		Metadata:    map[string]string{"prefix": s.cfg.Prefix, "ojs_version": ProtocolVersion, "jetgate_version": s.cfg.Version},
 		QueueGroup:  s.cfg.QueueGroup,
 		StatsHandler: func(e *micro.Endpoint) any {
 			s.mu.Lock()
