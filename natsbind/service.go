@@ -91,7 +91,7 @@ func New(nc *nats.Conn, b Backend, cfg Config) (*Service, error) {
 }
 
 // Start registers the micro service and its endpoints on the connection.
-func (s *Service) Start(context.Context) error {
+func (s *Service) Start(ctx context.Context) error {
 	svc, err := micro.AddService(s.nc, micro.Config{
 		Name:        ServiceName,
 		Version:     serviceVersion(s.cfg.Version),
@@ -120,6 +120,19 @@ func (s *Service) Start(context.Context) error {
 		}
 	}
 	s.svc = svc
+	// The subscriptions are sent to the server asynchronously: flush, so
+	// that once Start returns a request finds its responder (no "no
+	// responders" right after jetgate reports ready).
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+	}
+	if err := s.nc.FlushWithContext(ctx); err != nil {
+		_ = svc.Stop()
+		s.svc = nil
+		return fmt.Errorf("natsbind: flush subscriptions: %w", err)
+	}
 	s.log.Info("NATS API serving", "service", ServiceName, "prefix", s.cfg.Prefix,
 		"endpoints", len(s.eps), "access_control", s.cfg.Auth != nil)
 	return nil
