@@ -1,8 +1,11 @@
 package natsbind_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"testing"
 	"time"
 
@@ -118,4 +121,47 @@ func benchReqInto(b *testing.B, nc *nats.Conn, op string, body, into any) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkEnqueue compares one enqueue request at a time over NATS and
+// over HTTP against the same jetgate.
+//
+//	go test ./natsbind -run '^$' -bench Enqueue -benchtime 3000x
+func BenchmarkEnqueue(b *testing.B) {
+	s, err := app.Start(b.Context(), app.Config{DataDir: b.TempDir(), HTTPAddr: "127.0.0.1:0", NatsAddr: "127.0.0.1:0"}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	nc, err := nats.Connect(s.Embedded().ClientURL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		nc.Close()
+		_ = s.Shutdown(b.Context())
+	})
+	body := []byte(`{"type":"bench.job","queue":"bench-enqueue","args":[1]}`)
+	b.Run("nats", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			res, err := nc.Request("ojs.v1.jobs.enqueue", body, 10*time.Second)
+			if err != nil || res.Header.Get("Nats-Service-Error-Code") != "" {
+				b.Fatal(err, res)
+			}
+		}
+	})
+	b.Run("http", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			res, err := http.Post(s.URL()+"/ojs/v1/jobs", "application/openjobspec+json", bytes.NewReader(body))
+			if err != nil {
+				b.Fatal(err)
+			}
+			_, _ = io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+			if res.StatusCode != 201 {
+				b.Fatal(res.Status)
+			}
+		}
+	})
 }

@@ -110,3 +110,13 @@ func jobsReply(key string, list []*ojs.Job) (json.RawMessage, error) {
 	}
 	return append(b, ']', '}'), nil
 }
+
+// jobReply encodes {"job": job} the same way, for the hot enqueue reply.
+func jobReply(job *ojs.Job) (json.RawMessage, error) {
+	b := append(make([]byte, 0, 1024), `{"job":`...)
+	b, err := job.AppendJSON(b)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '}'), nil
+}
