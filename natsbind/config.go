@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"go.opentelemetry.io/otel/trace"
 	"log/slog"
 	"regexp"
 	"strings"
@@ -60,6 +61,9 @@ type Config struct {
 	// Logger gets every 5xx at error level and a debug line per request.
 	// Tokens are never logged.
 	Logger *slog.Logger
+	// TracerProvider, when set, records a server span per request, a
+	// child of the request's traceparent header (admission/tracing).
+	TracerProvider trace.TracerProvider
 }
 
 func (c Config) withDefaults() Config {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/jetgate/jetgate/admission/ojs"
 	"github.com/jetgate/jetgate/admission/ojs/wire"
+	"github.com/jetgate/jetgate/admission/tracing"
 )
 
 // MaxFetchWait bounds a fetch's "wait_ms" (issue 19): a longer wait
@@ -36,6 +37,7 @@ func (s *Service) fetch(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	tracing.LinkJobs(c.ctx, jobs)
 	return jobsReply("jobs", wire.PublicJobs(jobs))
 }
 

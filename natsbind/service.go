@@ -241,6 +241,7 @@ func (s *Service) serve(ep endpoint, msg *nats.Msg) {
 	}
 	ctx, cancel := context.WithTimeout(s.base, s.cfg.RequestTimeout+ep.extra)
 	defer cancel()
+	ctx, endSpan := s.traceContext(ctx, ep, c.hdr, c.requestID)
 	c.ctx = ctx
 	v, err := s.run(ep, c)
 	var code string
@@ -249,6 +250,7 @@ func (s *Service) serve(ep endpoint, msg *nats.Msg) {
 	} else {
 		code = s.reply(ep, msg, c, v)
 	}
+	endSpan(c.out.Get(micro.ErrorCodeHeader), code)
 	s.count(ep, time.Since(start), code)
 }
 

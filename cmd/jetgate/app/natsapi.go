@@ -15,12 +15,13 @@ func (s *Server) startNatsAPI(b natsbind.Backend, keys *authz.Keyring) error {
 		return nil
 	}
 	api, err := natsbind.New(s.nc, b, natsbind.Config{
-		Prefix:        s.cfg.NatsAPIPrefix,
-		Version:       Version,
-		Auth:          keys,
-		MaxBodyBytes:  s.cfg.MaxBodyBytes,
-		MaxFetchCount: s.cfg.MaxFetchCount,
-		Logger:        s.log.With("component", "nats-api"),
+		Prefix:         s.cfg.NatsAPIPrefix,
+		Version:        Version,
+		Auth:           keys,
+		MaxBodyBytes:   s.cfg.MaxBodyBytes,
+		MaxFetchCount:  s.cfg.MaxFetchCount,
+		Logger:         s.log.With("component", "nats-api"),
+		TracerProvider: s.tracer,
 	})
 	if err != nil {
 		return err

@@ -1,9 +1,12 @@
 package app_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"testing"
+	"time"
 
+	"github.com/nats-io/nats.go"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
@@ -104,4 +107,66 @@ func names(spans []sdktrace.ReadOnlySpan) []string {
 		out = append(out, s.Name())
 	}
 	return out
+}
+
+// The same over the NATS binding (issue 19: W3C trace context in NATS
+// headers): a traceparent NATS header parents the enqueue span, reaches
+// meta.traceparent, the fetch span links to it and the ack span is a child
+// of the worker's traceparent header.
+func TestTraceOverNATSBinding(t *testing.T) {
+	t.Parallel()
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	s := startApp(t, app.Config{TracerProvider: tp})
+	nc, err := nats.Connect(s.NatsURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+	req := func(subject, body, traceparent string) map[string]any {
+		t.Helper()
+		m := nats.NewMsg(subject)
+		m.Data = []byte(body)
+		m.Header.Set("traceparent", traceparent)
+		r, err := nc.RequestMsg(m, 10*time.Second)
+		if err != nil {
+			t.Fatalf("%s: %v", subject, err)
+		}
+		if code := r.Header.Get("Nats-Service-Error-Code"); code != "" {
+			t.Fatalf("%s: %s %s", subject, code, r.Data)
+		}
+		var out map[string]any
+		if err := json.Unmarshal(r.Data, &out); err != nil {
+			t.Fatalf("%s: %s", subject, r.Data)
+		}
+		return out
+	}
+	enq := req("ojs.v1.jobs.enqueue", `{"type":"trace.me","queue":"traced-nats","args":[1]}`, "00-"+traceID+"-00f067aa0ba902b7-01")
+	job := enq["job"].(map[string]any)
+	stamped := job["meta"].(map[string]any)["traceparent"].(string)
+	sc, ok := tracing.Parse(stamped)
+	if !ok || sc.TraceID().String() != traceID {
+		t.Fatalf("meta.traceparent = %q", stamped)
+	}
+	req("ojs.v1.workers.fetch", `{"queues":["traced-nats"],"worker_id":"w1"}`, "")
+	req("ojs.v1.workers.ack", fmt.Sprintf(`{"job_id":%q}`, job["id"]), "00-"+traceID+"-b7ad6b7169203331-01")
+
+	spans := map[string]sdktrace.ReadOnlySpan{}
+	for _, sp := range rec.Ended() {
+		spans[sp.Name()] = sp
+	}
+	enqSpan, fetchSpan, ackSpan := spans["ojs.v1.jobs.enqueue"], spans["ojs.v1.workers.fetch"], spans["ojs.v1.workers.ack"]
+	if enqSpan == nil || fetchSpan == nil || ackSpan == nil {
+		t.Fatalf("spans recorded: %v", names(rec.Ended()))
+	}
+	if enqSpan.SpanContext().SpanID() != sc.SpanID() || enqSpan.Parent().SpanID().String() != "00f067aa0ba902b7" {
+		t.Fatalf("enqueue span %v parent %v, meta names %s", enqSpan.SpanContext(), enqSpan.Parent(), stamped)
+	}
+	if len(fetchSpan.Links()) != 1 || fetchSpan.Links()[0].SpanContext.SpanID() != sc.SpanID() {
+		t.Fatalf("fetch span links %v", fetchSpan.Links())
+	}
+	if ackSpan.Parent().SpanID().String() != "b7ad6b7169203331" || ackSpan.SpanContext().TraceID().String() != traceID {
+		t.Fatalf("ack span %v parent %v", ackSpan.SpanContext(), ackSpan.Parent())
+	}
 }
