@@ -79,7 +79,7 @@ func (c *cliCtx) tail(ctx context.Context, q ojs.EventQuery, count int) error {
 		}
 		defer sub.Unsubscribe() //nolint:errcheck // the connection closes next
 	}
-	if err := c.nc.FlushWithContext(ctx); err != nil {
+	if err := c.nc.FlushTimeout(c.flags.timeout); err != nil {
 		return fmt.Errorf("subscribe: %w", err)
 	}
 	fmt.Fprintf(c.errOut, "listening on %s (Ctrl-C to stop)\n", strings.Join(eventSubjects(q.Types), ", "))

@@ -26,9 +26,9 @@
 // request each, and monitor.CheckStreamInfoHealth (the check behind
 // `nats server check stream`) judges each stream of topology.Required():
 // a leader, the expected peers, none offline. What of jsm.go does not
-// fit: its kv package's bucket status (jsm.go reads buckets through
-// nats.go, which the stream listing already covers, so a second request
-// per bucket would add nothing); monitor.CheckConsumerInfoHealth, whose
+// fit: monitor.CheckKVBucketAndKey (it checks that a bucket exists and
+// optionally holds a key; the stream listing already shows every bucket's
+// stream, so a second request per bucket would add nothing); monitor.CheckConsumerInfoHealth, whose
 // checks all need thresholds (last delivery age, outstanding acks) that
 // have no right value for jetgate's consumers: an idle queue's consumer
 // is healthy with nothing delivered for hours, and num_ack_pending is the
