@@ -130,7 +130,9 @@ func EnqueueTTL(d time.Duration) Option { return func(s *jobSpec) { s.Options.En
 func Timeout(d time.Duration) Option { return func(s *jobSpec) { s.Options.TimeoutMs = ms(d) } }
 
 // TotalTimeout bounds the job's life across attempts (5.2).
-func TotalTimeout(d time.Duration) Option { return func(s *jobSpec) { s.Options.TotalTimeoutMs = ms(d) } }
+func TotalTimeout(d time.Duration) Option {
+	return func(s *jobSpec) { s.Options.TotalTimeoutMs = ms(d) }
+}
 
 // GracePeriod is the time a handler has after its context is cancelled at
 // the execution timeout (5.4); 0 is none.
