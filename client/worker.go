@@ -251,7 +251,14 @@ func (w *Worker) stop(ctx context.Context) error {
 	if !started {
 		return nil
 	}
-	dctx, cancel := context.WithTimeout(ctx, w.cfg.DrainTimeout)
+	// The drain ends at DrainTimeout, or early enough before ctx's
+	// deadline that cancelled handlers can still return and be reported.
+	drain := w.cfg.DrainTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		left := time.Until(dl)
+		drain = min(drain, left-min(2*time.Second, left/5))
+	}
+	dctx, cancel := context.WithTimeout(ctx, drain)
 	// A fetch under way finishes first: the jobs it claimed run and
 	// drain like the others rather than being lost with its answer.
 	if !waitGroup(dctx, &w.fetching) {
