@@ -3,6 +3,7 @@ package jetgatetest
 import (
 	"context"
 	"log/slog"
+	"net/http"
 	"sync"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetgate/jetgate/client"
 	"github.com/jetgate/jetgate/cmd/jetgate/app"
 )
 
@@ -27,14 +29,19 @@ type Server struct {
 	Conn *nats.Conn
 	// JetStream is a JetStream context on Conn.
 	JetStream jetstream.JetStream
+	// Client is a jetgate client over the NATS binding (on Conn);
+	// HTTPClient is one over the HTTP binding. Both send the admin token
+	// given with WithToken, if any.
+	Client, HTTPClient *client.Client
 	// App is the jetgate server itself (admission service, embedded
 	// nats-server, shutdown).
 	App *app.Server
 }
 
 type settings struct {
-	cfg app.Config
-	log *slog.Logger
+	cfg   app.Config
+	log   *slog.Logger
+	token string
 }
 
 // Option changes how Start runs jetgate.
@@ -46,6 +53,15 @@ type Option func(*settings)
 // NATS server instead of an embedded one.
 func WithConfig(f func(*app.Config)) Option {
 	return func(s *settings) { f(&s.cfg) }
+}
+
+// WithToken turns jetgate's access control on with token as an admin
+// bearer token, and makes the kit's clients send it.
+func WithToken(token string) Option {
+	return func(s *settings) {
+		s.cfg.AdminTokens = append(s.cfg.AdminTokens, token)
+		s.token = token
+	}
 }
 
 // WithLogger sends jetgate's logs to log; by default its errors go to
@@ -95,6 +111,14 @@ func Start(t testing.TB, opts ...Option) *Server {
 	t.Cleanup(s.Conn.Close)
 	if s.JetStream, err = jetstream.New(s.Conn); err != nil {
 		t.Fatalf("jetgatetest: jetstream: %v", err)
+	}
+	if s.Client, err = client.New(client.Config{Conn: s.Conn, Token: st.token}); err != nil {
+		t.Fatalf("jetgatetest: NATS client: %v", err)
+	}
+	hc := &http.Client{Transport: &http.Transport{}}
+	t.Cleanup(hc.CloseIdleConnections)
+	if s.HTTPClient, err = client.New(client.Config{URL: s.HTTPURL, HTTPClient: hc, Token: st.token}); err != nil {
+		t.Fatalf("jetgatetest: HTTP client: %v", err)
 	}
 	return s
 }

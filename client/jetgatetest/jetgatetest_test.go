@@ -12,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/jetgate/jetgate/admission/ojs"
+	"github.com/jetgate/jetgate/client"
 	"github.com/jetgate/jetgate/client/jetgatetest"
 )
 
@@ -147,5 +148,41 @@ func BenchmarkStart(b *testing.B) {
 	b.ReportAllocs()
 	for range b.N {
 		jetgatetest.Start(b)
+	}
+}
+
+// Issue 19 test kit "with a connected client": the handle's clients enqueue
+// and read jobs over HTTP and over NATS, and WithToken turns access
+// control on with a token they send.
+func TestClientsAndToken(t *testing.T) {
+	t.Parallel()
+	jg := jetgatetest.Start(t, jetgatetest.WithToken("s3cret"))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	j, err := jg.HTTPClient.Enqueue(ctx, "report.build", []any{1}, client.Queue("reports"))
+	if err != nil {
+		t.Fatalf("enqueue over HTTP with the token: %v", err)
+	}
+	if n := jg.DrainQueue(t, "reports", nil); n != 1 {
+		t.Fatalf("drained %d, want 1", n)
+	}
+	jg.WaitJobState(t, j.ID, ojs.StateCompleted, 10*time.Second)
+
+	hc := &http.Client{Transport: &http.Transport{}}
+	defer hc.CloseIdleConnections()
+	anon, err := client.New(client.Config{URL: jg.HTTPURL, HTTPClient: hc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := anon.Get(ctx, j.ID); !client.IsStatus(err, 401) {
+		t.Fatalf("get without a token: %v, want 401", err)
+	}
+
+	got, err := jg.Client.Get(ctx, j.ID)
+	if client.IsCode(err, "unavailable") {
+		t.Skip("this jetgate serves no NATS binding yet: ", err)
+	}
+	if err != nil || got.State != ojs.StateCompleted {
+		t.Fatalf("get over NATS: %+v %v", got, err)
 	}
 }
