@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -17,7 +18,6 @@ const (
 	opJobsGet     = "jobs.get"
 	opJobsCancel  = "jobs.cancel"
 	opJobsPatch   = "jobs.patch"
-	opJobsList    = "admin.jobs.list"
 )
 
 func jobsCommand() command {
@@ -87,12 +87,16 @@ func jobsPatchLeaf() *leaf {
 		}}
 }
 
+// jobsLsLeaf lists jobs with the admin API's listing over HTTP: the NATS
+// binding has no listing of jobs (NATSBIND.md lists none), so this one
+// command needs --http-url.
 func jobsLsLeaf() *leaf {
-	var queue, state, typ, cursor string
+	var queue, state, typ, cursor, httpURL string
 	var limit int
-	return &leaf{use: "jobs ls", nargs: 0,
-		summary: "Lists jobs, filtered by queue, state and type (the admin API's job listing, ADM-003), one page at a time.",
+	return &leaf{use: "jobs ls", nargs: 0, http: true,
+		summary: "Lists jobs, filtered by queue, state and type, one page at a time. It reads the admin API's job listing (GET /ojs/v1/admin/jobs, ADM-003) over HTTP at --http-url: the NATS API has no job listing.",
 		flags: func(fs *flag.FlagSet) {
+			fs.StringVar(&httpURL, "http-url", "http://127.0.0.1:8080", "Base URL of jetgate's HTTP API (env JETGATE_HTTP_URL).")
 			fs.StringVar(&queue, "queue", "", "Only jobs of this queue.")
 			fs.StringVar(&state, "state", "", "Only jobs in this state (available, active, scheduled, retryable, pending, completed, cancelled, discarded).")
 			fs.StringVar(&typ, "type", "", "Only jobs of this type, or of a type prefix ending in *.")
@@ -100,13 +104,13 @@ func jobsLsLeaf() *leaf {
 			fs.StringVar(&cursor, "cursor", "", "Continue after a previous page (its next cursor).")
 		},
 		run: func(ctx context.Context, c *cliCtx, _ []string) error {
-			req := map[string]any{"per_page": limit}
+			q := url.Values{"per_page": {strconv.Itoa(limit)}}
 			for k, v := range map[string]string{"queue": queue, "state": state, "type": typ, "cursor": cursor} {
 				if v != "" {
-					req[k] = v
+					q.Set(k, v)
 				}
 			}
-			body, err := c.call(ctx, opJobsList, req)
+			body, err := c.httpGet(ctx, httpURL, "/ojs/v1/admin/jobs?"+q.Encode())
 			if err != nil || c.json {
 				return c.done(body, err)
 			}
