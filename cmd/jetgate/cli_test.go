@@ -129,7 +129,7 @@ func TestCLIJobs(t *testing.T) {
 		t.Fatalf("enqueue --json: %v", j)
 	}
 	_, _, err = e.cli(t, "enqueue", "Bad.Type")
-	if ae := wantAPIError(t, err, "400", "invalid_request"); !strings.Contains(ae.Message+str(ae.Details), "type") {
+	if ae := wantAPIError(t, err, "400", "invalid_payload"); ae.Details["field"] != "type" || !strings.Contains(ae.Message, "type") {
 		t.Fatalf("bad type error does not name the field: %+v", ae)
 	}
 }
@@ -214,7 +214,7 @@ func TestCLILimits(t *testing.T) {
 	if c, _ := got["concurrency"].(map[string]any); c["limit"] != float64(2) || got["override"] == nil {
 		t.Fatalf("limits get --json: %v", got)
 	}
-	_, _, err := e.cli(t, "limits", "get", "-bad key")
+	_, _, err := e.cli(t, "limits", "get", "bad key")
 	wantAPIError(t, err, "400", "invalid_request")
 	if _, _, err := e.cli(t, "limits", "set", "smtp:acme"); err == nil || !strings.Contains(err.Error(), "nothing to set") {
 		t.Fatalf("limits set without limits: %v", err)

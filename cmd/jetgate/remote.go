@@ -170,9 +170,24 @@ func printJSON(w io.Writer, body []byte) error {
 // flags not given (and --http-url) from their JETGATE_* variables, and
 // returns the positional args. A command's own flags (--queue, --type ...)
 // have no variable: a stray JETGATE_QUEUE must not filter a listing.
+//
+// Flags may follow the arguments (jetgate jobs get ID --json): parsing
+// resumes after each argument.
 func parseRemote(fs *flag.FlagSet, args []string) ([]string, error) {
-	if err := fs.Parse(args); err != nil {
-		return nil, err
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
+			pos = append(pos, rest...) // after --, everything is an argument
+			break
+		}
+		pos, args = append(pos, rest[0]), rest[1:]
 	}
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
@@ -187,5 +202,5 @@ func parseRemote(fs *flag.FlagSet, args []string) ([]string, error) {
 			}
 		}
 	})
-	return fs.Args(), errors.Join(errs...)
+	return pos, errors.Join(errs...)
 }
