@@ -95,6 +95,29 @@ func TestStreamsReportsCountsAndLag(t *testing.T) {
 	}
 }
 
+// --replicas 3 against a single-node jetgate: jsm.go's stream check
+// reports every required stream as not clustered, and the command fails.
+func TestStreamsHealthExpectsReplicas(t *testing.T) {
+	t.Parallel()
+	jg := jetgatetest.Start(t)
+	out, _, err := runCmd(t, "streams", "--json", "--replicas", "3", "--nats-url", jg.NatsURL)
+	if err == nil {
+		t.Fatal("streams --replicas 3 on one node: no error")
+	}
+	var rep streamsReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	if rep.Health.OK || len(rep.Health.Checks) != len(topology.Required()) {
+		t.Fatalf("health: %+v", rep.Health)
+	}
+	for _, c := range rep.Health.Checks {
+		if c.Status != "CRITICAL" || len(c.Problems) == 0 || !strings.Contains(c.Problems[0], "not clustered") {
+			t.Errorf("%s: %+v, want CRITICAL not clustered", c.Asset, c)
+		}
+	}
+}
+
 // The health check fails, naming each missing asset, and the command
 // exits non-zero, against a NATS server where jetgate never ran.
 func TestStreamsHealthFailsWithoutJetgate(t *testing.T) {

@@ -18,6 +18,16 @@
 // envelope, so main exits 1. events tail subscribes to the event subjects
 // (ojs.events.<type>) and filters with ojs.EventQuery, as the events
 // endpoint does. None of them decides anything or reads JetStream state.
+// jobs ls is the one remote command on HTTP (--http-url): the NATS binding
+// has no job listing, the admin API's GET /ojs/v1/admin/jobs has.
+//
+// They send the binding's requests themselves (remote.call, a dozen lines)
+// rather than through package client: --json prints the body jetgate sent,
+// which the client decodes into typed values (PATCH's previous_priority,
+// for one, does not survive); the listings and rate-limit operations have
+// no client method; and a person at a terminal should see a 429 at once,
+// not the client's producer retries and circuit breaker. The test kit
+// (client/jetgatetest) and the tests use the client.
 //
 // streams is the operator's exception: it reads JetStream's own API, never
 // jetgate's state, with github.com/nats-io/jsm.go: Manager.Streams and
