@@ -72,6 +72,8 @@ func wantAPIError(t *testing.T, err error, status, code string) *apiError {
 	return ae
 }
 
+func obj(v any) map[string]any { m, _ := v.(map[string]any); return m }
+
 // field returns the value of a NAME  value line of a fields table.
 func field(out, name string) string {
 	for _, line := range strings.Split(out, "\n") {
@@ -125,8 +127,17 @@ func TestCLIJobs(t *testing.T) {
 
 	// enqueue --json is the API's {"job":...}; a bad type is 400 naming it.
 	j := e.mustJSON(t, "enqueue", "report.build", "--max-attempts", "2", "--meta", `{"tenant":"acme"}`)
-	if jj, _ := j["job"].(map[string]any); jj["type"] != "report.build" || jj["queue"] != "default" {
+	jj, _ := j["job"].(map[string]any)
+	if jj["type"] != "report.build" || jj["queue"] != "default" || jj["max_attempts"] != float64(2) || obj(jj["meta"])["tenant"] != "acme" {
 		t.Fatalf("enqueue --json: %v", j)
+	}
+	// PATCH of timeouts (--set) answers the job; the table shows it.
+	out = e.must(t, "jobs", "patch", jj["id"].(string), "--set", `{"timeout":60}`)
+	if field(out, "ID") != jj["id"] || field(out, "STATE") != "available" {
+		t.Fatalf("jobs patch --set table:\n%s", out)
+	}
+	if to := e.mustJSON(t, "jobs", "get", jj["id"].(string))["job"].(map[string]any)["timeout"]; to != float64(60) {
+		t.Fatalf("timeout after patch --set: %v", to)
 	}
 	_, _, err = e.cli(t, "enqueue", "Bad.Type")
 	if ae := wantAPIError(t, err, "400", "invalid_payload"); ae.Details["field"] != "type" || !strings.Contains(ae.Message, "type") {
