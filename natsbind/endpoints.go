@@ -175,7 +175,7 @@ func pressure(c *call, rep *ojs.PressureReport) {
 		h := map[string][]string{}
 		wire.SetPressureHeaders(h, p)
 		for k, v := range h {
-			c.out[k] = v
+			c.out[headerName(k)] = v
 		}
 	}
 }

@@ -307,6 +307,7 @@ func (s *Service) replyError(ep endpoint, msg *nats.Msg, c *call, err error) {
 			"request_id", c.requestID, "error", err)
 	}
 	for k, vs := range e.Header {
+		k = headerName(k)
 		c.out[k] = append(c.out[k], vs...)
 	}
 	c.out.Set(micro.ErrorCodeHeader, strconv.Itoa(e.Status))
@@ -366,4 +367,18 @@ func requestID(h nats.Header) string {
 		return "req_" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	}
 	return "req_" + u.String()
+}
+
+// headerName spells a header as the specs do: the error mapping builds
+// HTTP headers, whose keys are canonicalized (X-Ojs-Queue-Depth), and NATS
+// header lookups are case-sensitive, so X-OJS-* and WWW-Authenticate get
+// their written spelling back.
+func headerName(k string) string {
+	switch {
+	case strings.HasPrefix(k, "X-Ojs-"):
+		return "X-OJS-" + k[len("X-Ojs-"):]
+	case k == "Www-Authenticate":
+		return "WWW-Authenticate"
+	}
+	return k
 }
