@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -389,6 +390,40 @@ func TestWorkerDrainsOnStop(t *testing.T) {
 		}
 		if err := w.Stop(ctx); err != nil {
 			t.Fatalf("second stop: %v", err)
+		}
+	})
+}
+
+// ojs-worker-protocol.md 4.4, 7.2: a "terminate" directive in the
+// heartbeat answer (here from the admin API) makes Run drain and return.
+func TestWorkerRunTerminatesOnDirective(t *testing.T) {
+	t.Parallel()
+	bindings(t, func(t *testing.T, kind string) {
+		e := setup(t, kind, app.Config{}, client.Config{})
+		w, err := e.c.NewWorker(client.WorkerConfig{Queues: []string{"ops"}, HeartbeatInterval: 100 * time.Millisecond,
+			PollInterval: 50 * time.Millisecond, FetchWait: 200 * time.Millisecond, DrainTimeout: 2 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		ran := make(chan error, 1)
+		go func() { ran <- w.Run(ctx) }()
+		eventually(t, 20*time.Second, "the admin API terminates the worker", func() bool {
+			res, err := http.Post(e.srv.URL()+"/ojs/v1/admin/workers/"+w.ID()+"/terminate", "application/json", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			return res.StatusCode == http.StatusOK
+		})
+		select {
+		case err := <-ran:
+			if err != nil || w.State() != client.StateTerminate {
+				t.Fatalf("run: %v, state %s", err, w.State())
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("Run did not return after a terminate directive")
 		}
 	})
 }
