@@ -11,6 +11,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/jetgate/jetgate/admission/ojs"
+	"github.com/jetgate/jetgate/admission/ojs/wire"
 )
 
 // AdminBackend is what the operator API (ojs-admin-api.md) asks of the
@@ -238,7 +239,7 @@ func parseJobListQuery(q url.Values, forced ojs.State) (ojs.JobListQuery, error)
 		return out, err
 	}
 	out.Cursor = q.Get("cursor")
-	if len(out.Cursor) > maxCursorLen {
+	if len(out.Cursor) > wire.MaxCursorLen {
 		return out, invalid("cursor", "a cursor returned as pagination.next_cursor", short(out.Cursor))
 	}
 	if out.Cursor != "" && q.Get("page") != "" {
@@ -340,7 +341,7 @@ func decodeBulk(r *http.Request) (ojs.BulkRequest, error) {
 	if err != nil {
 		return req, err
 	}
-	confirm, err := o.boolean("confirm")
+	confirm, err := o.Boolean("confirm")
 	if err != nil {
 		return req, err
 	}
@@ -352,14 +353,14 @@ func decodeBulk(r *http.Request) (ojs.BulkRequest, error) {
 		return req, invalid("confirm", "true: a bulk operation changes every job its filter matches", got)
 	}
 	var fo object
-	if raw, ok := o.get("filter"); ok {
+	if raw, ok := o.Get("filter"); ok {
 		if fo, err = parseObject(raw); err != nil {
 			return req, invalid("filter", "a JSON object", describe(raw))
 		}
 	}
 	strs := map[string]string{}
 	for _, name := range []string{"queue", "state", "type", "since", "until"} {
-		v, err := fo.str(name, false)
+		v, err := fo.Str(name, false)
 		if err != nil {
 			return req, invalid("filter."+name, "a string", describe(fo[name]))
 		}
@@ -368,15 +369,15 @@ func decodeBulk(r *http.Request) (ojs.BulkRequest, error) {
 	if req.Filter, err = decodeFilter("filter.", func(n string) string { return strs[n] }, ""); err != nil {
 		return req, err
 	}
-	limit, err := o.integer("limit", 0, 1, 1<<31-1)
+	limit, err := o.Integer("limit", 0, 1, 1<<31-1)
 	if err != nil {
 		return req, err
 	}
 	req.Limit = int(limit)
-	if req.Cursor, err = o.str("cursor", false); err != nil {
+	if req.Cursor, err = o.Str("cursor", false); err != nil {
 		return req, err
 	}
-	if len(req.Cursor) > maxCursorLen {
+	if len(req.Cursor) > wire.MaxCursorLen {
 		return req, invalid("cursor", "a cursor returned as next_cursor", short(req.Cursor))
 	}
 	return req, nil

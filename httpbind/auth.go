@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/jetgate/jetgate/admission/authz"
-	"github.com/jetgate/jetgate/admission/ojs"
+	"github.com/jetgate/jetgate/admission/ojs/wire"
 )
 
 // routeOps classifies every route as an authz operation class; the role
@@ -106,6 +106,12 @@ var routeOps = map[string]authz.Op{
 // routeOp is the operation class of a route (OpAdmin when unlisted).
 func routeOp(method, path string) authz.Op { return routeOps[method+" "+path] }
 
+// RouteOp is the operation class of the route method + path pattern
+// ("POST", "/ojs/v1/jobs/{id}/activate"), OpAdmin when unlisted: other
+// bindings (natsbind's tests) check they classify the same operation the
+// same way.
+func RouteOp(method, path string) authz.Op { return routeOp(method, path) }
+
 // authorize wraps every route (New): with Config.Auth set, a request needs
 // "Authorization: Bearer <token>" with a token whose role allows op.
 // Missing or unknown token: 401 unauthorized with WWW-Authenticate; a
@@ -140,25 +146,8 @@ func bearerToken(r *http.Request) string {
 	return strings.TrimSpace(v[len(scheme):])
 }
 
-func errUnauthorized() error {
-	return &bindingError{
-		status: http.StatusUnauthorized, code: ojs.CodeUnauthorized,
-		msg:     "a valid bearer token is required",
-		details: map[string]any{},
-		header:  http.Header{"Www-Authenticate": {`Bearer realm="jetgate"`}},
-	}
-}
+func errUnauthorized() error { return wire.ErrUnauthorized() }
 
 func errForbidden(r *http.Request, role authz.Role, op authz.Op) error {
-	var roles []string
-	for _, rr := range []authz.Role{authz.RoleProducer, authz.RoleWorker, authz.RoleAdmin} {
-		if rr.Allows(op) {
-			roles = append(roles, rr.String())
-		}
-	}
-	return &bindingError{
-		status: http.StatusForbidden, code: ojs.CodeForbidden,
-		msg:     "the " + role.String() + " role may not " + r.Method + " " + r.URL.Path,
-		details: map[string]any{"role": role.String(), "required_roles": roles},
-	}
+	return wire.ErrForbidden(role, op, r.Method+" "+r.URL.Path)
 }

@@ -2,15 +2,10 @@ package httpbind
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"math"
 	"net/http"
-	"strconv"
-	"strings"
-	"time"
 
 	"github.com/jetgate/jetgate/admission/ojs"
+	"github.com/jetgate/jetgate/admission/ojs/wire"
 )
 
 // ExtBackpressure is the URI of the backpressure extension
@@ -20,27 +15,22 @@ const ExtBackpressure = "urn:ojs:ext:backpressure"
 // Headers of the backpressure extension (ojs-backpressure.md 5.2, 7.2,
 // 7.3 and ojs-backpressure.txt).
 const (
-	HeaderBlockTimeout      = "OJS-Block-Timeout"
-	HeaderQueueDepth        = "X-OJS-Queue-Depth"
-	HeaderQueueMaxDepth     = "X-OJS-Queue-Max-Depth"
-	HeaderQueueBound        = "X-OJS-Queue-Bound"
-	HeaderQueuePressure     = "X-OJS-Queue-Pressure"
-	HeaderQueueSizeBytes    = "X-OJS-Queue-Size-Bytes"
-	HeaderQueueMaxSizeBytes = "X-OJS-Queue-Max-Size-Bytes"
+	HeaderBlockTimeout      = wire.HeaderBlockTimeout
+	HeaderQueueDepth        = wire.HeaderQueueDepth
+	HeaderQueueMaxDepth     = wire.HeaderQueueMaxDepth
+	HeaderQueueBound        = wire.HeaderQueueBound
+	HeaderQueuePressure     = wire.HeaderQueuePressure
+	HeaderQueueSizeBytes    = wire.HeaderQueueSizeBytes
+	HeaderQueueMaxSizeBytes = wire.HeaderQueueMaxSizeBytes
 )
 
 const (
-	queueConfigAdminPath    = "/ojs/v1/admin/queues/{name}/config"
-	queueConfigPath         = "/ojs/v1/queues/{name}/config"
-	backpressureFieldPrefix = "backpressure."
-	capacityFieldPrefix     = "capacity."
+	queueConfigAdminPath = "/ojs/v1/admin/queues/{name}/config"
+	queueConfigPath      = "/ojs/v1/queues/{name}/config"
 	// maxBlockTimeoutSeconds bounds OJS-Block-Timeout; the backend caps
 	// the wait further with its own maximum.
-	maxBlockTimeoutSeconds = 24 * 60 * 60
-	maxBoundValue          = math.MaxInt64 / 2
 	// queueFullReason is details.reason of a 429 from a full queue: the
 	// core spec's QUEUE_FULL code (ojs-backpressure.md 7.1).
-	queueFullReason = "QUEUE_FULL"
 )
 
 // BackpressureBackend is what the queue config endpoints ask of a Backend.
@@ -104,115 +94,13 @@ func (s *server) putQueueConfig(w http.ResponseWriter, r *http.Request) {
 	s.answer(w, r, cfg, err)
 }
 
-// decodeBackpressure reads one of the three accepted shapes; giving two
-// is refused so that no value is silently ignored.
-func decodeBackpressure(o object) (*ojs.Backpressure, error) {
-	raw, hasBP := o["backpressure"]
-	_, hasCap := o.get("capacity")
-	_, hasFlat := o.get("max_size")
-	if _, ok := o.get("overflow_policy"); ok {
-		hasFlat = true
-	}
-	if _, ok := o.get("max_size_bytes"); ok {
-		hasFlat = true
-	}
-	shapes := 0
-	for _, b := range []bool{hasBP, hasCap, hasFlat} {
-		if b {
-			shapes++
-		}
-	}
-	switch {
-	case shapes == 0:
-		return nil, invalid("backpressure", "an object (or capacity, or max_size / max_size_bytes / overflow_policy)", "nothing")
-	case shapes > 1:
-		return nil, &ojs.ValidationError{Field: "backpressure", Rule: "one configuration shape",
-			Message: "give backpressure, capacity or the top-level max_size fields, not several"}
-	case hasBP && string(raw) == "null":
-		return nil, nil
-	case hasBP:
-		return decodeBound(raw, backpressureFieldPrefix, "max_depth", "strategy")
-	case hasCap:
-		raw, _ := o.get("capacity")
-		return decodeBound(raw, capacityFieldPrefix, "max_depth", "on_overflow")
-	}
-	b, _ := json.Marshal(o)
-	return decodeBound(b, "", "max_size", "overflow_policy")
-}
-
-// decodeBound reads a bound object whose depth and strategy fields are
-// named depthField and strategyField.
-func decodeBound(raw json.RawMessage, prefix, depthField, strategyField string) (*ojs.Backpressure, error) {
-	o, err := parseObject(raw)
-	if err != nil {
-		return nil, prefixed(err, prefix)
-	}
-	var bp ojs.Backpressure
-	if bp.MaxDepth, err = o.integer(depthField, 0, 0, maxBoundValue); err != nil {
-		return nil, prefixed(err, prefix)
-	}
-	if bp.MaxSizeBytes, err = o.integer("max_size_bytes", 0, 0, maxBoundValue); err != nil {
-		return nil, prefixed(err, prefix)
-	}
-	if bp.TenantMaxDepth, err = o.integer("tenant_max_depth", 0, 0, maxBoundValue); err != nil {
-		return nil, prefixed(err, prefix)
-	}
-	if bp.Strategy, err = o.str(strategyField, false); err != nil {
-		return nil, prefixed(err, prefix)
-	}
-	if bp.TenantKey, err = o.str("tenant_key", false); err != nil {
-		return nil, prefixed(err, prefix)
-	}
-	if v, err := o.boolean("count_active"); err != nil {
-		return nil, prefixed(err, prefix)
-	} else if v != nil {
-		bp.CountActive = *v
-	}
-	if v, ok := o.get("warning_threshold"); ok {
-		if err := json.Unmarshal(v, &bp.WarningThreshold); err != nil || bp.WarningThreshold <= 0 || bp.WarningThreshold > 1 {
-			return nil, invalid(prefix+"warning_threshold", "a number above 0.0 and at most 1.0", describe(v))
-		}
-	}
-	if err := bp.Validate(prefix); err != nil {
-		if ve, ok := errors.AsType[*ojs.ValidationError](err); ok && ve.Field == prefix+"strategy" {
-			ve.Field = prefix + strategyField
-		}
-		return nil, err
-	}
-	return &bp, nil
-}
-
-// prefixed names a nested field in a ValidationError.
-func prefixed(err error, prefix string) error {
-	if ve, ok := errors.AsType[*ojs.ValidationError](err); ok && prefix != "" {
-		c := *ve
-		if c.Field == "body" {
-			c.Field = strings.TrimSuffix(prefix, ".")
-		} else {
-			c.Field = prefix + c.Field
-		}
-		c.Message = ""
-		return &c
-	}
-	return err
-}
+var decodeBackpressure = wire.DecodeBackpressure
 
 // enqueueContext prepares an enqueue's context: the OJS-Block-Timeout
 // header (seconds, fractions allowed) and a pressure report for the
 // response headers.
 func enqueueContext(r *http.Request) (context.Context, *ojs.PressureReport, error) {
-	ctx, rep := ojs.WithPressureReport(r.Context())
-	v := strings.TrimSpace(r.Header.Get(HeaderBlockTimeout))
-	if v == "" {
-		return ctx, rep, nil
-	}
-	secs, err := strconv.ParseFloat(v, 64)
-	if err != nil || secs < 0 || secs > maxBlockTimeoutSeconds || math.IsNaN(secs) {
-		return nil, nil, &bindingError{status: http.StatusBadRequest, code: ojs.CodeInvalidRequest,
-			msg:     "header " + HeaderBlockTimeout + " must be a number of seconds between 0 and 86400",
-			details: map[string]any{"header": HeaderBlockTimeout, "received": short(v)}, sentinel: ojs.ErrInvalid}
-	}
-	return ojs.WithBlockTimeout(ctx, time.Duration(secs*float64(time.Second))), rep, nil
+	return wire.EnqueueContext(r.Context(), r.Header.Get(HeaderBlockTimeout))
 }
 
 // writePressure sets the X-OJS-Queue-* headers of the most pressed
@@ -223,56 +111,6 @@ func writePressure(w http.ResponseWriter, rep *ojs.PressureReport) {
 		return
 	}
 	if p, ok := rep.Highest(); ok {
-		setPressureHeaders(w.Header(), p)
+		wire.SetPressureHeaders(w.Header(), p)
 	}
-}
-
-func setPressureHeaders(h http.Header, p ojs.Pressure) {
-	h.Set(HeaderQueueDepth, strconv.FormatInt(p.Depth, 10))
-	if p.MaxDepth > 0 {
-		h.Set(HeaderQueueMaxDepth, strconv.FormatInt(p.MaxDepth, 10))
-		h.Set(HeaderQueueBound, strconv.FormatInt(p.MaxDepth, 10))
-	}
-	if p.MaxSizeBytes > 0 {
-		h.Set(HeaderQueueSizeBytes, strconv.FormatInt(p.SizeBytes, 10))
-		h.Set(HeaderQueueMaxSizeBytes, strconv.FormatInt(p.MaxSizeBytes, 10))
-		if p.MaxDepth == 0 {
-			h.Set(HeaderQueueBound, strconv.FormatInt(p.MaxSizeBytes, 10))
-		}
-	}
-	h.Set(HeaderQueuePressure, strconv.FormatFloat(p.Ratio, 'f', -1, 64))
-}
-
-// queueFull maps a refused enqueue to 429 (ojs-backpressure.md 7.1,
-// BP-002, BP-005): code rate_limited (the binding's code for 429),
-// retryable, Retry-After and the pressure headers.
-func queueFull(e *ojs.QueueFullError) apiError {
-	h := http.Header{}
-	setPressureHeaders(h, e.Pressure)
-	after := max(e.RetryAfter, 0)
-	h.Set("Retry-After", formatRetryAfter(after))
-	bound := e.MaxDepth
-	if e.Bound == "max_size_bytes" {
-		bound = e.MaxSizeBytes
-	}
-	d := map[string]any{
-		"reason": queueFullReason, "queue": e.Queue, "depth": e.Depth, "bound": bound,
-		"max_depth": e.MaxDepth, "pressure": e.Ratio, "strategy": e.Strategy, "bound_type": e.Bound,
-		"retry_after_seconds": retryAfterSeconds(after),
-	}
-	if e.MaxSizeBytes > 0 {
-		d["size_bytes"], d["max_size_bytes"] = e.SizeBytes, e.MaxSizeBytes
-	}
-	if e.Bound == "tenant_max_depth" {
-		d["tenant"] = e.Tenant
-	}
-	if e.Waited > 0 {
-		d["waited_ms"] = e.Waited.Milliseconds()
-	}
-	// ojs-backpressure.md 7.1: code QUEUE_FULL, with queue, depth, bound
-	// and strategy beside code and message (kept in details too).
-	return apiError{status: http.StatusTooManyRequests, code: ojs.CodeQueueFull, message: e.Error(),
-		retryable: true, details: d, header: h,
-		queueFull: &queueFullFields{Queue: e.Queue, Depth: e.Depth, Bound: bound, Strategy: e.Strategy},
-		hint:      "Wait the Retry-After header's seconds and send the job again, or let workers drain queue '" + e.Queue + "' first."}
 }

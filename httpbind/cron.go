@@ -77,21 +77,21 @@ func (h cronHandlers) register(w http.ResponseWriter, r *http.Request) {
 func decodeCron(o object) (ojs.CronJob, error) {
 	var cj ojs.CronJob
 	var err error
-	if cj.Name, err = o.str("name", true); err != nil {
+	if cj.Name, err = o.Str("name", true); err != nil {
 		return cj, err
 	}
 	if cj.Cron, err = cronExpression(o); err != nil {
 		return cj, err
 	}
-	if cj.Timezone, err = o.str("timezone", false); err != nil {
+	if cj.Timezone, err = o.Str("timezone", false); err != nil {
 		return cj, err
 	}
-	if cj.OverlapPolicy, err = o.str("overlap_policy", false); err != nil {
+	if cj.OverlapPolicy, err = o.Str("overlap_policy", false); err != nil {
 		return cj, err
 	}
 	tpl, prefix := o, ""
-	if raw, ok := o.get("job_template"); ok {
-		if _, top := o.get("type"); top {
+	if raw, ok := o.Get("job_template"); ok {
+		if _, top := o.Get("type"); top {
 			return cj, invalid("job_template", "given alone: the job is either top-level (type, args, meta, options) or in job_template", "both")
 		}
 		if tpl, err = parseObject(raw); err != nil {
@@ -99,22 +99,22 @@ func decodeCron(o object) (ojs.CronJob, error) {
 		}
 		prefix = "job_template."
 	}
-	if cj.Type, err = tpl.str("type", true); err != nil {
+	if cj.Type, err = tpl.Str("type", true); err != nil {
 		return cj, renamed(err, prefix+"type")
 	}
-	cj.Args, _ = tpl.get("args")
-	cj.Meta, _ = tpl.get("meta")
-	cj.Options, _ = tpl.get("options")
+	cj.Args, _ = tpl.Get("args")
+	cj.Meta, _ = tpl.Get("meta")
+	cj.Options, _ = tpl.Get("options")
 	return cj, nil
 }
 
 // cronExpression reads cron (the binding) or expression (openapi.yaml).
 func cronExpression(o object) (string, error) {
-	c, err := o.str("cron", false)
+	c, err := o.Str("cron", false)
 	if err != nil {
 		return "", err
 	}
-	e, err := o.str("expression", false)
+	e, err := o.Str("expression", false)
 	if err != nil {
 		return "", err
 	}

@@ -4,12 +4,7 @@ import (
 	"net/http"
 
 	"github.com/jetgate/jetgate/admission/ojs"
-)
-
-// Page sizes of GET /ojs/v1/dead-letter (ojs-http-binding.md 12.1).
-const (
-	deadLetterDefaultLimit = 50
-	deadLetterMaxLimit     = 100
+	"github.com/jetgate/jetgate/admission/ojs/wire"
 )
 
 // listDeadLetter is GET /ojs/v1/dead-letter (12.1):
@@ -17,18 +12,10 @@ const (
 // Paging is the backend's: it receives the cursor as sent and returns the
 // next one.
 func (s *server) listDeadLetter(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	page, err := parsePage(q, deadLetterDefaultLimit, deadLetterMaxLimit)
+	query, err := wire.DeadLetterQuery(r.URL.Query())
 	if err != nil {
 		s.writeError(w, r, err)
 		return
-	}
-	query := ojs.DeadLetterQuery{Queue: q.Get("queue"), Page: page}
-	if query.Queue != "" {
-		if err := checkQueueName("queue", query.Queue); err != nil {
-			s.writeError(w, r, err)
-			return
-		}
 	}
 	res, err := s.b.ListDeadLetter(r.Context(), query)
 	if err != nil {
@@ -66,8 +53,5 @@ func (s *server) deleteDeadLetter(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.writeJSON(w, r, http.StatusOK, struct {
-		Deleted bool   `json:"deleted"`
-		JobID   string `json:"job_id"`
-	}{true, id})
+	s.writeJSON(w, r, http.StatusOK, wire.DeletedReply{Deleted: true, JobID: id})
 }

@@ -1,21 +1,23 @@
 package httpbind
 
 import (
-	"encoding/json"
 	"errors"
-	"maps"
 	"net/http"
 	"net/url"
 
 	"github.com/gorilla/mux"
 
 	"github.com/jetgate/jetgate/admission/ojs"
+	"github.com/jetgate/jetgate/admission/ojs/wire"
 )
 
 // jobResponse is {"job": {...}}.
-type jobResponse struct {
-	Job *ojs.Job `json:"job"`
-}
+type jobResponse = wire.JobReply
+
+var (
+	publicJobs = wire.PublicJobs
+	withField  = wire.WithField
+)
 
 // enqueue is PUSH, POST /ojs/v1/jobs (ojs-http-binding.md 9.1): 201 with a
 // Location header and {"job": ...}.
@@ -25,9 +27,9 @@ func (s *server) enqueue(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	job, err := ojs.ParseJob(body)
+	job, err := wire.DecodeJob(body)
 	if err != nil {
-		s.writeError(w, r, inEnvelope(err))
+		s.writeError(w, r, err)
 		return
 	}
 	ctx, pressure, err := enqueueContext(r)
@@ -40,10 +42,7 @@ func (s *server) enqueue(w http.ResponseWriter, r *http.Request) {
 		// A unique job's duplicate answered with the existing job
 		// (ojs-unique-jobs.md 5.4: 200, not 201).
 		writePressure(w, pressure)
-		s.writeJSON(w, r, http.StatusOK, struct {
-			Job          *ojs.Job `json:"job"`
-			Deduplicated bool     `json:"deduplicated"`
-		}{dd.Job.Public(), true})
+		s.writeJSON(w, r, http.StatusOK, wire.DeduplicatedReply{Job: dd.Job.Public(), Deduplicated: true})
 		return
 	}
 	if err != nil {
@@ -63,9 +62,9 @@ func (s *server) enqueueBatch(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	jobs, err := ojs.ParseBatch(body)
+	jobs, err := wire.DecodeBatch(body)
 	if err != nil {
-		s.writeError(w, r, inEnvelope(err))
+		s.writeError(w, r, err)
 		return
 	}
 	ctx, pressure, err := enqueueContext(r)
@@ -80,10 +79,7 @@ func (s *server) enqueueBatch(w http.ResponseWriter, r *http.Request) {
 	}
 	writePressure(w, pressure)
 	out := publicJobs(jobs)
-	s.writeJSON(w, r, http.StatusCreated, struct {
-		Jobs  []*ojs.Job `json:"jobs"`
-		Count int        `json:"count"`
-	}{out, len(out)})
+	s.writeJSON(w, r, http.StatusCreated, wire.BatchReply{Jobs: out, Count: len(out)})
 }
 
 // getJob is INFO, GET /ojs/v1/jobs/{id} (9.3).
@@ -133,39 +129,8 @@ func (s *server) activateJob(w http.ResponseWriter, r *http.Request) {
 	s.writeJSON(w, r, http.StatusOK, jobResponse{Job: withField(job, "previous_state", ojs.StatePending)})
 }
 
-// pathJobID returns the {id} of the path. Job ids are UUIDv7 (ojs-core.md
-// 5.1) and every stored job was validated on enqueue, so anything else
-// cannot name a job: it answers 404 without reaching the backend.
+// pathJobID returns the {id} of the path, checked by wire.JobID (404 for
+// what cannot be a job id).
 func pathJobID(r *http.Request, resource string) (string, error) {
-	id := mux.Vars(r)["id"]
-	if ojs.ValidID(id) != nil {
-		return "", &ojs.NotFoundError{Resource: resource, ID: short(id)}
-	}
-	return id, nil
-}
-
-// publicJobs renders jobs for a response: never null, no bookkeeping.
-func publicJobs(jobs []*ojs.Job) []*ojs.Job {
-	out := make([]*ojs.Job, 0, len(jobs))
-	for _, j := range jobs {
-		if j != nil {
-			out = append(out, j.Public())
-		}
-	}
-	return out
-}
-
-// withField returns the public form of j with one more top-level field,
-// without touching j (its Extra map is copied, not shared).
-func withField(j *ojs.Job, key string, v any) *ojs.Job {
-	p := j.Public()
-	b, err := json.Marshal(v)
-	if err != nil {
-		return p
-	}
-	extra := make(map[string]json.RawMessage, len(p.Extra)+1)
-	maps.Copy(extra, p.Extra)
-	extra[key] = b
-	p.Extra = extra
-	return p
+	return wire.JobID(mux.Vars(r)["id"], resource)
 }

@@ -227,12 +227,3 @@ func (rec *recorder) statusCode() int {
 	}
 	return rec.status
 }
-
-// short cuts user input echoed in errors to a readable length.
-func short(s string) string {
-	const n = 64
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
-}

@@ -101,12 +101,12 @@ func decodePool(name string, o object) (ojs.WorkerGroup, error) {
 	if err := onlyFields(o, "name", "queues", "concurrency", "strategy", "weights"); err != nil {
 		return g, err
 	}
-	if n, err := o.str("name", false); err != nil {
+	if n, err := o.Str("name", false); err != nil {
 		return g, err
 	} else if n != "" && n != name {
 		return g, invalid("name", "the pool name of the path ("+name+") when given", strconv.Quote(short(n)))
 	}
-	strategy, err := o.str("strategy", false)
+	strategy, err := o.Str("strategy", false)
 	if err != nil {
 		return g, err
 	}
@@ -114,7 +114,7 @@ func decodePool(name string, o object) (ojs.WorkerGroup, error) {
 	if err != nil {
 		return g, err
 	}
-	conc, err := o.integer("concurrency", 0, 1, 1<<31-1)
+	conc, err := o.Integer("concurrency", 0, 1, 1<<31-1)
 	if err != nil {
 		return g, err
 	}

@@ -3,9 +3,9 @@ package httpbind
 import (
 	"context"
 	"net/http"
-	"strings"
 
 	"github.com/jetgate/jetgate/admission/ojs"
+	"github.com/jetgate/jetgate/admission/ojs/wire"
 )
 
 // PriorityBackend is what PATCH /ojs/v1/jobs/{id} asks of the layer
@@ -58,55 +58,21 @@ func (s *server) patchJob(w http.ResponseWriter, r *http.Request, pb PriorityBac
 		s.writeError(w, r, err)
 		return
 	}
-	b, err := readBody(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	o, err := parseObject(b)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
 	tb, timeouts := s.b.(TimeoutBackend)
-	fields := []string{"priority"}
-	if timeouts {
-		fields = append(fields, ojs.TimeoutFields...)
-	}
-	if err := onlyFields(o, fields...); err != nil {
+	p, err := decodeBody(r, func(b []byte) (wire.Patch, error) { return wire.DecodePatch(b, timeouts) })
+	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	var prio *int
-	if raw, ok := o.get("priority"); ok {
-		p, err := ojs.ParsePriority(raw, "priority")
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		prio = &p
-	}
-	if len(o) == 0 || (prio == nil && len(o) == 1 && o["priority"] != nil) {
-		s.writeError(w, r, invalid("priority", "a field to change: "+strings.Join(fields, ", "), "nothing"))
-		return
-	}
-	if !timeouts || (prio != nil && len(o) == 1) {
-		res, err := pb.SetPriority(r.Context(), id, *prio)
+	if p.Timeouts == nil {
+		res, err := pb.SetPriority(r.Context(), id, *p.Priority)
 		s.answer(w, r, res, err)
 		return
 	}
-	tp, err := ojs.ParseTimeoutPatch(b)
+	j, prev, err := tb.PatchJob(r.Context(), id, p.Timeouts, p.Priority)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	j, prev, err := tb.PatchJob(r.Context(), id, tp, prio)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	s.writeJSON(w, r, http.StatusOK, struct {
-		Job              *ojs.Job `json:"job"`
-		PreviousPriority int      `json:"previous_priority"`
-	}{j.Public(), prev})
+	s.writeJSON(w, r, http.StatusOK, wire.PatchReply{Job: j.Public(), PreviousPriority: prev})
 }

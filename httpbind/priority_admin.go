@@ -10,6 +10,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/jetgate/jetgate/admission/ojs"
+	"github.com/jetgate/jetgate/admission/ojs/wire"
 )
 
 // PriorityAdminBackend is what the priority extension's admin endpoints
@@ -111,11 +112,11 @@ func decodeAging(o object) (*ojs.Aging, error) {
 		return nil, err
 	}
 	maxMs := ojs.MaxAgingInterval.Milliseconds()
-	ms, err := o.integer("interval_ms", 0, 1, maxMs)
+	ms, err := o.Integer("interval_ms", 0, 1, maxMs)
 	if err != nil {
 		return nil, err
 	}
-	iso, err := o.str("interval", false)
+	iso, err := o.Str("interval", false)
 	if err != nil {
 		return nil, err
 	}
@@ -134,11 +135,11 @@ func decodeAging(o object) (*ojs.Aging, error) {
 	if a.Interval == 0 {
 		return nil, invalid("interval_ms", "an integer of milliseconds (or interval, an ISO 8601 duration)", "nothing")
 	}
-	step, err := o.integer("step", ojs.DefaultAgingStep, 1, ojs.MaxPriority)
+	step, err := o.Integer("step", ojs.DefaultAgingStep, 1, ojs.MaxPriority)
 	if err != nil {
 		return nil, err
 	}
-	minPrio, err := o.integer("min_priority", 0, 0, ojs.MaxPriority)
+	minPrio, err := o.Integer("min_priority", 0, 0, ojs.MaxPriority)
 	if err != nil {
 		return nil, err
 	}
@@ -211,7 +212,7 @@ func decodeGroup(name string, o object) (ojs.WorkerGroup, error) {
 	if err := onlyFields(o, "strategy", "queues", "weights"); err != nil {
 		return g, err
 	}
-	strategy, err := o.str("strategy", true)
+	strategy, err := o.Str("strategy", true)
 	if err != nil {
 		return g, err
 	}
@@ -227,7 +228,7 @@ func decodeGroup(name string, o object) (ojs.WorkerGroup, error) {
 // (names, or {name, weight} objects; not empty) and "weights"
 // ({queue: weight}, for listed queues).
 func groupQueues(o object) ([]string, map[string]int, error) {
-	queues, weights, err := fetchQueues(o)
+	queues, weights, err := wire.FetchQueues(o)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -239,8 +240,8 @@ func groupQueues(o object) ([]string, map[string]int, error) {
 			return nil, nil, err
 		}
 	}
-	if raw, ok := o.get("weights"); ok {
-		if weights, err = weightsObject(raw, weights); err != nil {
+	if raw, ok := o.Get("weights"); ok {
+		if weights, err = wire.WeightsObject(raw, weights); err != nil {
 			return nil, nil, err
 		}
 	}

@@ -40,8 +40,8 @@ func FuzzQueueConfigAndOverride(f *testing.F) {
 					t.Fatalf("%s %q: ValidationError names no field: %v", what, body, err)
 				}
 			case errors.As(err, &be):
-				if be.status < 400 || be.status > 499 {
-					t.Fatalf("%s %q: status %d", what, body, be.status)
+				if be.Status < 400 || be.Status > 499 {
+					t.Fatalf("%s %q: status %d", what, body, be.Status)
 				}
 			default:
 				t.Fatalf("%s %q: error %T %v", what, body, err, err)

@@ -7,48 +7,24 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/jetgate/jetgate/admission/ojs"
-)
-
-// Page sizes of GET /ojs/v1/queues (ojs-http-binding.md 17.1).
-const (
-	queuesDefaultLimit = 50
-	queuesMaxLimit     = 200
+	"github.com/jetgate/jetgate/admission/ojs/wire"
 )
 
 // listQueues is GET /ojs/v1/queues (11.1): {"queues":[...],"pagination":{...}}.
 // The backend returns every queue (there are few); this handler pages them
 // with limit and offset or cursor (17).
 func (s *server) listQueues(w http.ResponseWriter, r *http.Request) {
-	page, err := parsePage(r.URL.Query(), queuesDefaultLimit, queuesMaxLimit)
+	page, err := wire.QueuesPage(r.URL.Query())
 	if err != nil {
 		s.writeError(w, r, err)
 		return
-	}
-	if page.Cursor != "" {
-		if page.Offset, err = decodeCursor(page.Cursor); err != nil {
-			s.writeError(w, r, err)
-			return
-		}
 	}
 	queues, err := s.b.ListQueues(r.Context())
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	total := len(queues)
-	lo := min(page.Offset, total)
-	hi := min(lo+page.Limit, total)
-	out := struct {
-		Queues     []ojs.QueueInfo `json:"queues"`
-		Pagination ojs.Pagination  `json:"pagination"`
-	}{
-		Queues:     append([]ojs.QueueInfo{}, queues[lo:hi]...),
-		Pagination: ojs.Pagination{Total: total, Limit: page.Limit, Offset: lo, HasMore: hi < total},
-	}
-	if out.Pagination.HasMore {
-		out.Pagination.NextCursor = encodeCursor(hi)
-	}
-	s.writeJSON(w, r, http.StatusOK, out)
+	s.writeJSON(w, r, http.StatusOK, wire.PageQueues(queues, page))
 }
 
 // queueStats is GET /ojs/v1/queues/{name}/stats (11.2).
@@ -60,16 +36,6 @@ func (s *server) queueStats(w http.ResponseWriter, r *http.Request) {
 	}
 	stats, err := s.b.QueueStats(r.Context(), name)
 	s.answer(w, r, stats, err)
-}
-
-// queueState is the answer to pause and resume (11.3, 11.4). Paused
-// repeats Status as a boolean, as the admin API's queue objects carry it.
-type queueState struct {
-	Queue     string    `json:"queue"`
-	Status    string    `json:"status"`
-	Paused    bool      `json:"paused"`
-	PausedAt  *ojs.Time `json:"paused_at,omitempty"`
-	ResumedAt *ojs.Time `json:"resumed_at,omitempty"`
 }
 
 // pauseQueue is POST /ojs/v1/queues/{name}/pause (11.3). A body, if any,
@@ -95,17 +61,7 @@ func (s *server) setQueueState(w http.ResponseWriter, r *http.Request,
 		s.writeError(w, r, err)
 		return
 	}
-	out := queueState{Queue: info.Name, Status: info.Status, Paused: info.Status == ojs.QueuePaused,
-		PausedAt: info.PausedAt, ResumedAt: info.ResumedAt}
-	if out.Queue == "" {
-		out.Queue = name
-	}
-	if out.Status == ojs.QueuePaused {
-		out.ResumedAt = nil
-	} else {
-		out.PausedAt = nil
-	}
-	s.writeJSON(w, r, http.StatusOK, out)
+	s.writeJSON(w, r, http.StatusOK, wire.NewQueueState(name, info))
 }
 
 // pathQueue returns the {name} of the path, checked against the queue name

@@ -1,15 +1,13 @@
 package httpbind
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"net/http"
-	"strconv"
 
 	"github.com/gorilla/mux"
 
 	"github.com/jetgate/jetgate/admission/ojs"
+	"github.com/jetgate/jetgate/admission/ojs/wire"
 )
 
 // RateLimitBackend is what the rate limiting extension's endpoints ask of
@@ -23,12 +21,6 @@ type RateLimitBackend interface {
 	QueueRateLimit(ctx context.Context, queue string) (*ojs.RateLimitStatus, error)
 	SetQueueRateLimit(ctx context.Context, queue string, l *ojs.Limits) (*ojs.QueueInfo, error)
 }
-
-// Page sizes of GET /ojs/v1/rate-limits (10.3 shows 20).
-const (
-	rateLimitsDefaultLimit = 20
-	rateLimitsMaxLimit     = 200
-)
 
 func (s *server) rateLimitRoutes() []route {
 	rl, ok := s.b.(RateLimitBackend)
@@ -53,26 +45,7 @@ type rateLimitHandlers struct {
 	b RateLimitBackend
 }
 
-// readLimitsBody reads a body of limits; an empty one reads as {}, so the
-// missing limits are what is reported.
-func readLimitsBody(r *http.Request) ([]byte, error) {
-	body, err := readBody(r)
-	if err != nil {
-		return nil, err
-	}
-	if len(bytes.TrimSpace(body)) == 0 {
-		return []byte("{}"), nil
-	}
-	return body, nil
-}
-
-func pathRateKey(r *http.Request) (string, error) {
-	key := mux.Vars(r)["key"]
-	if !ojs.ValidRateKey(key) {
-		return "", invalid("key", "a rate limit key matching ^[a-zA-Z0-9][a-zA-Z0-9._:-]*$ (at most 255 characters)", strconv.Quote(short(key)))
-	}
-	return key, nil
-}
+func pathRateKey(r *http.Request) (string, error) { return wire.RateKey(mux.Vars(r)["key"]) }
 
 // get is GET /ojs/v1/rate-limits/{key} (10.1, RL-005).
 func (h rateLimitHandlers) get(w http.ResponseWriter, r *http.Request) {
@@ -88,27 +61,10 @@ func (h rateLimitHandlers) get(w http.ResponseWriter, r *http.Request) {
 // list is GET /ojs/v1/rate-limits (10.3): page and per_page as the
 // extension shows, or the binding's limit and offset.
 func (h rateLimitHandlers) list(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	page, err := parsePage(q, rateLimitsDefaultLimit, rateLimitsMaxLimit)
+	page, err := wire.RateLimitsPage(r.URL.Query())
 	if err != nil {
 		h.s.writeError(w, r, err)
 		return
-	}
-	if v := q.Get("per_page"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			h.s.writeError(w, r, invalid("per_page", "an integer between 1 and 200", strconv.Quote(short(v))))
-			return
-		}
-		page.Limit = min(n, rateLimitsMaxLimit)
-	}
-	if v := q.Get("page"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 1<<20 {
-			h.s.writeError(w, r, invalid("page", "an integer >= 1", strconv.Quote(short(v))))
-			return
-		}
-		page.Offset = (n - 1) * page.Limit
 	}
 	res, err := h.b.RateLimits(r.Context(), page)
 	h.s.answer(w, r, res, err)
@@ -132,32 +88,7 @@ func (h rateLimitHandlers) override(w http.ResponseWriter, r *http.Request) {
 }
 
 func decodeOverride(r *http.Request) (ojs.RateLimitOverride, error) {
-	var ov ojs.RateLimitOverride
-	body, err := readLimitsBody(r)
-	if err != nil {
-		return ov, err
-	}
-	o, err := parseObject(body)
-	if err != nil {
-		return ov, err
-	}
-	if err := onlyFields(o, "concurrency", "rate", "throttle", "expires_at"); err != nil {
-		return ov, err
-	}
-	if ov.Limits, err = ojs.ParseLimits(body, ""); err != nil {
-		return ov, err
-	}
-	if raw, ok := o.get("expires_at"); ok {
-		var t ojs.Time
-		if err := json.Unmarshal(raw, &t); err != nil {
-			return ov, invalid("expires_at", "an RFC 3339 time", describe(raw))
-		}
-		ov.ExpiresAt = &t
-	}
-	if ov.Limits.Empty() {
-		return ov, invalid("concurrency", "present: an override sets at least one of concurrency, rate, throttle", "none of them")
-	}
-	return ov, nil
+	return decodeBody(r, wire.DecodeOverride)
 }
 
 // reset is DELETE /ojs/v1/rate-limits/{key}: removes the override and any
@@ -191,30 +122,12 @@ func (h rateLimitHandlers) setQueue(w http.ResponseWriter, r *http.Request) {
 		h.s.writeError(w, r, err)
 		return
 	}
-	body, err := readLimitsBody(r)
+	l, err := decodeBody(r, wire.DecodeQueueLimits)
 	if err != nil {
 		h.s.writeError(w, r, err)
 		return
 	}
-	o, err := parseObject(body)
-	if err != nil {
-		h.s.writeError(w, r, err)
-		return
-	}
-	if err := onlyFields(o, "concurrency", "rate", "throttle"); err != nil {
-		h.s.writeError(w, r, err)
-		return
-	}
-	l, err := ojs.ParseLimits(body, "")
-	if err != nil {
-		h.s.writeError(w, r, err)
-		return
-	}
-	if l.Empty() {
-		h.s.writeError(w, r, invalid("concurrency", "present: a queue rate limit sets at least one of concurrency, rate, throttle", "none of them"))
-		return
-	}
-	if _, err := h.b.SetQueueRateLimit(r.Context(), name, &l); err != nil {
+	if _, err := h.b.SetQueueRateLimit(r.Context(), name, l); err != nil {
 		h.s.writeError(w, r, err)
 		return
 	}

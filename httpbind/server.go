@@ -162,7 +162,7 @@ func (s *server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v
 		b, _ = json.Marshal(errorBody{Error: errorObject{
 			Code: ojs.CodeBackendError, Message: "internal server error", Retryable: true,
 			Details: map[string]any{}, RequestID: requestID(r.Context()),
-			Hint: defaultHint(apiError{status: status, code: ojs.CodeBackendError}),
+			Hint: defaultHint(apiError{Status: status, Code: ojs.CodeBackendError}),
 		}})
 	}
 	w.Header().Set("Content-Type", MediaType)

@@ -2,7 +2,6 @@ package httpbind
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -48,72 +47,6 @@ func (s *server) workerRoutes() []route {
 type workerHandlers struct {
 	s *server
 	b WorkerBackend
-}
-
-// decodeWorkerInfo reads what a heartbeat says about its worker
-// (ojs-worker-protocol.md 4.2; ojs-fair-scheduling.md 6.2 "pool"):
-// "state" is running, quiet, drain or terminate.
-func decodeWorkerInfo(o object) (ojs.WorkerInfo, error) {
-	in := ojs.WorkerInfo{ActiveJobs: -1}
-	var err error
-	if in.State, err = o.str("state", false); err != nil {
-		return in, err
-	}
-	if in.State != "" && !ojs.ValidWorkerState(in.State) {
-		return in, invalid("state", `one of "running", "quiet", "drain", "terminate"`, strconv.Quote(short(in.State)))
-	}
-	if raw, ok := o.get("active_jobs"); ok && raw[0] != '[' {
-		n, err := o.integer("active_jobs", 0, 0, 1<<31-1)
-		if err != nil {
-			return in, err
-		}
-		in.ActiveJobs = int(n)
-	}
-	for _, f := range []struct {
-		name string
-		dst  *string
-	}{{"hostname", &in.Hostname}, {"version", &in.Version}, {"pool", &in.Pool}} {
-		if *f.dst, err = o.id(f.name, false); err != nil {
-			return in, err
-		}
-	}
-	if in.Pool != "" && !ojs.ValidGroupName(in.Pool) {
-		return in, invalid("pool", `a pool name matching ^[a-z0-9][a-z0-9\-\.]*$ of at most 128 characters`, strconv.Quote(short(in.Pool)))
-	}
-	pid, err := o.integer("pid", 0, 0, 1<<31-1)
-	if err != nil {
-		return in, err
-	}
-	conc, err := o.integer("concurrency", 0, 0, 1<<31-1)
-	if err != nil {
-		return in, err
-	}
-	in.PID, in.Concurrency = int(pid), int(conc)
-	if in.Queues, _, err = o.strings("queues"); err != nil {
-		return in, err
-	}
-	for i, q := range in.Queues {
-		if err := checkQueueName(fmt.Sprintf("queues[%d]", i), q); err != nil {
-			return in, err
-		}
-	}
-	if in.Labels, _, err = o.strings("labels"); err != nil {
-		return in, err
-	}
-	if raw, ok := o.get("started_at"); ok {
-		var t ojs.Time
-		if err := json.Unmarshal(raw, &t); err != nil {
-			return in, invalid("started_at", "an RFC 3339 timestamp", describe(raw))
-		}
-		in.StartedAt = &t
-	}
-	if raw, ok := o.get("metadata"); ok {
-		if raw[0] != '{' {
-			return in, invalid("metadata", "a JSON object", describe(raw))
-		}
-		in.Metadata = raw
-	}
-	return in, nil
 }
 
 // beat is POST /ojs/v1/workers/beat: a heartbeat under the graceful

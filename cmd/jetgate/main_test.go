@@ -154,6 +154,8 @@ func TestParseServeDefaults(t *testing.T) {
 		// Issue 17: no event stream by default.
 		EventsStream: false, EventsMaxAge: 24 * time.Hour, EventsMaxMsgs: 100_000, EventsMaxBytes: 64 << 20,
 		EventsBuffer: 10_000, EventsBufferBytes: 16 << 20, EventsIdle: 10 * time.Minute,
+		// Issue 19: the NATS API is on by default, under ojs.v1.
+		NoNatsAPI: false, NatsAPIPrefix: "ojs.v1",
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Fatalf("defaults = %+v\nwant       %+v", cfg, want)
@@ -307,5 +309,40 @@ func TestNewLogger(t *testing.T) {
 	}
 	if _, err := newLogger(&buf, "info", "yaml"); err == nil {
 		t.Fatal("yaml format accepted")
+	}
+}
+
+// Issue 19: --nats-api (default true) and --nats-api-prefix, and their
+// JETGATE_NATS_API / JETGATE_NATS_API_PREFIX variables.
+func TestParseServeNatsAPIFlags(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args       []string
+		env        map[string]string
+		off        bool
+		prefix     string
+		wantErrSub string
+	}{
+		{args: nil, prefix: "ojs.v1"},
+		{args: []string{"--nats-api=false"}, off: true, prefix: "ojs.v1"},
+		{args: []string{"--nats-api"}, prefix: "ojs.v1"},
+		{env: map[string]string{"JETGATE_NATS_API": "false", "JETGATE_NATS_API_PREFIX": "acme.ojs"}, off: true, prefix: "acme.ojs"},
+		{args: []string{"--nats-api-prefix", "a.b"}, env: map[string]string{"JETGATE_NATS_API_PREFIX": "x.y"}, prefix: "a.b"},
+		{args: []string{"--nats-api-prefix", "ojs.*"}, wantErrSub: "nats-api-prefix"},
+		{env: map[string]string{"JETGATE_NATS_API": "maybe"}, wantErrSub: "JETGATE_NATS_API"},
+	} {
+		cfg, err := parseServe(tc.args, lookup(tc.env))
+		if tc.wantErrSub != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErrSub) {
+				t.Errorf("%v %v: err = %v, want one naming %s", tc.args, tc.env, err, tc.wantErrSub)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%v %v: %v", tc.args, tc.env, err)
+		}
+		if cfg.NoNatsAPI != tc.off || cfg.NatsAPIPrefix != tc.prefix {
+			t.Errorf("%v %v: NoNatsAPI=%v prefix=%q, want %v %q", tc.args, tc.env, cfg.NoNatsAPI, cfg.NatsAPIPrefix, tc.off, tc.prefix)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -9,12 +10,14 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/jetgate/jetgate/cmd/jetgate/app"
+	"github.com/jetgate/jetgate/natsbind"
 )
 
 // envPrefix prefixes the environment variable of every flag:
@@ -44,6 +47,9 @@ var serveGroups = []flagGroup{
 	}},
 	{"Access control (HTTP bearer tokens; none configured: off)", [][2]string{
 		{"auth-tokens-file", "FILE"}, {"producer-token", "TOKEN"}, {"worker-token", "TOKEN"}, {"admin-token", "TOKEN"},
+	}},
+	{"NATS API (the OJS operations as the NATS micro service \"ojs\"; same tokens as HTTP)", [][2]string{
+		{"nats-api", ""}, {"nats-api-prefix", "SUBJECT"},
 	}},
 	{"External NATS (instead of the embedded server)", [][2]string{
 		{"nats-url", "URLS"}, {"nats-creds", "FILE"}, {"nats-nkey", "FILE"}, {"nats-user", "USER"},
@@ -84,6 +90,9 @@ func newServeFlags(cfg *app.Config) *flag.FlagSet {
 	fs.Var((*tokenList)(&cfg.ProducerTokens), "producer-token", "Bearer token of the producer role (enqueue, read and cancel jobs). Repeatable or comma-separated. Prefer the file or the environment variable: flags show up in process lists.")
 	fs.Var((*tokenList)(&cfg.WorkerTokens), "worker-token", "Bearer token of the worker role (fetch, ack, nack, heartbeat, progress). Repeatable or comma-separated.")
 	fs.Var((*tokenList)(&cfg.AdminTokens), "admin-token", "Bearer token of the admin role (everything). Repeatable or comma-separated.")
+
+	fs.Var((*notBool)(&cfg.NoNatsAPI), "nats-api", "Serve every OJS operation as the NATS micro service \"ojs\" on jetgate's NATS connection (nats micro info ojs; nats req ojs.v1.jobs.enqueue '{...}'). Default true; --nats-api=false turns it off.")
+	fs.StringVar(&cfg.NatsAPIPrefix, "nats-api-prefix", "ojs.v1", "Subject prefix of the NATS API's endpoints: <prefix>.jobs.enqueue, <prefix>.workers.fetch, ...")
 
 	fs.StringVar(&cfg.NatsURL, "nats-url", "", "Comma-separated NATS server URLs. When set, jetgate uses this NATS (cluster) and starts no embedded server.")
 	fs.StringVar(&cfg.NatsCreds, "nats-creds", "", "NATS credentials file (JWT and nkey seed) to authenticate with.")
@@ -174,6 +183,9 @@ func validateServe(cfg app.Config) error {
 	}
 	if cfg.LogFormat != "text" && cfg.LogFormat != "json" {
 		return fmt.Errorf("--log-format (%s) must be text or json, got %q", envName("log-format"), cfg.LogFormat)
+	}
+	if err := natsbind.ValidPrefix(cmp.Or(cfg.NatsAPIPrefix, natsbind.DefaultPrefix)); err != nil {
+		return fmt.Errorf("--nats-api-prefix (%s): %w", envName("nats-api-prefix"), err)
 	}
 	return nil
 }
@@ -280,3 +292,25 @@ func (l *tokenList) Set(v string) error {
 	}
 	return nil
 }
+
+// notBool is a boolean flag stored inverted, so that a Config field whose
+// zero value means "on" backs a flag whose default is true.
+type notBool bool
+
+func (b *notBool) String() string {
+	if b == nil {
+		return "true"
+	}
+	return strconv.FormatBool(!bool(*b))
+}
+
+func (b *notBool) Set(v string) error {
+	on, err := strconv.ParseBool(v)
+	if err != nil {
+		return fmt.Errorf("want true or false, got %q", v)
+	}
+	*b = notBool(!on)
+	return nil
+}
+
+func (b *notBool) IsBoolFlag() bool { return true }

@@ -31,6 +31,7 @@ import (
 	"github.com/jetgate/jetgate/jetstream/embedded"
 	"github.com/jetgate/jetgate/jetstream/events"
 	"github.com/jetgate/jetgate/jetstream/topology"
+	"github.com/jetgate/jetgate/natsbind"
 )
 
 // Version is jetgate's version, set with -ldflags "-X ...app.Version=v1.2.3".
@@ -69,7 +70,8 @@ type Server struct {
 	metrics *metrics.Metrics
 	httpSrv *http.Server
 	ln      net.Listener
-	certs   *certReloader // nil without --tls-cert
+	certs   *certReloader     // nil without --tls-cert
+	natsAPI *natsbind.Service // nil with NoNatsAPI
 	served  chan error
 
 	stopOnce sync.Once
@@ -222,7 +224,11 @@ func (s *Server) serveHTTP() error {
 		s.log.Info("HTTP access control on", "producer_tokens", n[authz.RoleProducer],
 			"worker_tokens", n[authz.RoleWorker], "admin_tokens", n[authz.RoleAdmin])
 	}
-	h, err := httpbind.New(backend{s.svc, adm, s.workers, s.pools, s.cron, s.flows}, httpbind.Config{
+	b := backend{s.svc, adm, s.workers, s.pools, s.cron, s.flows}
+	if err := s.startNatsAPI(b, keys); err != nil {
+		return err
+	}
+	h, err := httpbind.New(b, httpbind.Config{
 		Auth:                    keys,
 		MaxBodyBytes:            s.cfg.MaxBodyBytes,
 		MaxFetchCount:           s.cfg.MaxFetchCount,
@@ -352,6 +358,7 @@ func (s *Server) Embedded() *embedded.Server { return s.ns }
 func (s *Server) Shutdown(ctx context.Context) error {
 	var err error
 	s.stopOnce.Do(func() {
+		s.stopNatsAPI()
 		if s.httpSrv != nil {
 			if e := s.httpSrv.Shutdown(ctx); e != nil {
 				err = fmt.Errorf("http shutdown: %w", e)
@@ -390,6 +397,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 func (s *Server) Kill() { s.stopOnce.Do(s.kill) }
 
 func (s *Server) kill() {
+	s.stopNatsAPI()
 	if s.ln != nil {
 		_ = s.httpSrv.Close()
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/jetgate/jetgate/admission/authz"
 	"github.com/jetgate/jetgate/admission/ojs"
 	"github.com/jetgate/jetgate/jetstream/events"
+	"github.com/jetgate/jetgate/natsbind"
 )
 
 // Config is everything `jetgate serve` can be told, by flag or by
@@ -74,6 +75,11 @@ type Config struct {
 	// TLSCert and TLSKey, together, make the HTTP listener serve HTTPS
 	// with this certificate; Server.ReloadTLS (SIGHUP) reads them again.
 	TLSCert, TLSKey string
+	// NoNatsAPI turns off the NATS micro service "ojs" (package natsbind),
+	// served by default on jetgate's NATS connection with subjects under
+	// NatsAPIPrefix (default "ojs.v1"). It uses the same bearer tokens.
+	NoNatsAPI     bool
+	NatsAPIPrefix string
 	// NatsAuthToken, with the embedded server, is the token its listener
 	// requires of every client; jetgate's own connection sends it.
 	NatsAuthToken string
@@ -110,6 +116,7 @@ func (c Config) withDefaults() Config {
 	c.ShutdownTimeout = cmp.Or(c.ShutdownTimeout, 30*time.Second)
 	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, 1<<20)
 	c.MaxFetchCount = cmp.Or(c.MaxFetchCount, 1000)
+	c.NatsAPIPrefix = cmp.Or(c.NatsAPIPrefix, natsbind.DefaultPrefix)
 	c.DefaultHeartbeatTimeout = cmp.Or(c.DefaultHeartbeatTimeout, time.Minute)
 	c.DefaultTimeout = cmp.Or(c.DefaultTimeout, 30*time.Minute)
 	c.Retention = cmp.Or(c.Retention, 24*time.Hour)
@@ -150,6 +157,9 @@ func (c Config) validate() error {
 	}
 	if c.EventsMaxAge < 0 || c.EventsIdle < 0 || c.EventsMaxMsgs < 0 || c.EventsMaxBytes < 0 || c.EventsBuffer < 0 || c.EventsBufferBytes < 0 {
 		return fmt.Errorf("events limits must not be negative")
+	}
+	if err := natsbind.ValidPrefix(c.NatsAPIPrefix); err != nil {
+		return fmt.Errorf("--nats-api-prefix: %w", err)
 	}
 	if c.MaxBodyBytes < 1024 {
 		return fmt.Errorf("max body bytes %d is too small (minimum 1024)", c.MaxBodyBytes)

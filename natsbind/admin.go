@@ -1,0 +1,187 @@
+package natsbind
+
+import (
+	"context"
+
+	"github.com/jetgate/jetgate/admission/authz"
+	"github.com/jetgate/jetgate/admission/ojs"
+	"github.com/jetgate/jetgate/admission/ojs/wire"
+)
+
+// listQueues is GET /ojs/v1/queues: {"limit"?, "offset"?, "cursor"?}.
+func (s *Service) listQueues(c *call) (any, error) {
+	q, err := queryValues(c)
+	if err != nil {
+		return nil, err
+	}
+	page, err := wire.QueuesPage(q)
+	if err != nil {
+		return nil, err
+	}
+	queues, err := s.b.ListQueues(c.ctx)
+	if err != nil {
+		return nil, err
+	}
+	return wire.PageQueues(queues, page), nil
+}
+
+func (s *Service) queueStats(c *call) (any, error) {
+	q, err := queueField(c)
+	if err != nil {
+		return nil, err
+	}
+	return s.b.QueueStats(c.ctx, q)
+}
+
+func (s *Service) pauseQueue(c *call) (any, error)  { return s.setQueueState(c, s.b.PauseQueue) }
+func (s *Service) resumeQueue(c *call) (any, error) { return s.setQueueState(c, s.b.ResumeQueue) }
+
+func (s *Service) setQueueState(c *call, op func(context.Context, string) (*ojs.QueueInfo, error)) (any, error) {
+	q, err := queueField(c)
+	if err != nil {
+		return nil, err
+	}
+	info, err := op(c.ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	return wire.NewQueueState(q, info), nil
+}
+
+// queueConfig reads a queue's config for {"queue"} and writes it for
+// {"queue", ...config} (the body of PUT .../queues/{name}/config).
+func (s *Service) queueConfig(c *call, bb BackpressureBackend) (any, error) {
+	q, err := queueField(c)
+	if err != nil {
+		return nil, err
+	}
+	o, _ := c.object()
+	if len(o) == 1 {
+		return bb.QueueConfig(c.ctx, q)
+	}
+	rest := make(wire.Object, len(o))
+	for k, v := range o {
+		if k != "queue" {
+			rest[k] = v
+		}
+	}
+	bp, err := wire.DecodeBackpressure(rest)
+	if err != nil {
+		return nil, err
+	}
+	return bb.SetQueueBackpressure(c.ctx, q, bp)
+}
+
+// listDeadLetter is GET /ojs/v1/dead-letter: {"queue"?, "limit"?,
+// "offset"?, "cursor"?}.
+func (s *Service) listDeadLetter(c *call) (any, error) {
+	v, err := queryValues(c)
+	if err != nil {
+		return nil, err
+	}
+	q, err := wire.DeadLetterQuery(v)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.b.ListDeadLetter(c.ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	return ojs.JobPage{Jobs: wire.PublicJobs(res.Jobs), Pagination: res.Pagination}, nil
+}
+
+func (s *Service) retryDeadLetter(c *call) (any, error) {
+	id, err := jobIDField(c, "dead_letter_job")
+	if err != nil {
+		return nil, err
+	}
+	job, err := s.b.RetryDeadLetter(c.ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return wire.JobReply{Job: job.Public()}, nil
+}
+
+func (s *Service) deleteDeadLetter(c *call) (any, error) {
+	id, err := jobIDField(c, "dead_letter_job")
+	if err != nil {
+		return nil, err
+	}
+	if err := s.b.DeleteDeadLetter(c.ctx, id); err != nil {
+		return nil, err
+	}
+	return wire.DeletedReply{Deleted: true, JobID: id}, nil
+}
+
+// listEvents is GET /ojs/v1/events: {"types"?, "type"?, "queues"?,
+// "job_types"?, "limit"?, "since"?} (each list a string of
+// comma-separated items or an array of them).
+func (s *Service) listEvents(c *call) (any, error) {
+	v, err := queryValues(c)
+	if err != nil {
+		return nil, err
+	}
+	q, err := wire.ParseEventQuery(v)
+	if err != nil {
+		return nil, err
+	}
+	evs, err := s.b.RecentEvents(c.ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	return wire.NewEventsReply(evs), nil
+}
+
+// rateLimitEndpoints are the rate limiting extension's calls
+// (ojs-rate-limiting.md 10).
+func (s *Service) rateLimitEndpoints(rb RateLimitBackend) []endpoint {
+	key := func(c *call) (string, error) {
+		k, err := strField(c, "key")
+		if err != nil {
+			return "", err
+		}
+		return wire.RateKey(k)
+	}
+	return []endpoint{
+		ep("ratelimits.list", authz.OpAdmin, "GET /ojs/v1/rate-limits", func(c *call) (any, error) {
+			v, err := queryValues(c)
+			if err != nil {
+				return nil, err
+			}
+			page, err := wire.RateLimitsPage(v)
+			if err != nil {
+				return nil, err
+			}
+			return rb.RateLimits(c.ctx, page)
+		}),
+		ep("ratelimits.get", authz.OpAdmin, "GET /ojs/v1/rate-limits/{key}", func(c *call) (any, error) {
+			k, err := key(c)
+			if err != nil {
+				return nil, err
+			}
+			return rb.RateLimit(c.ctx, k)
+		}),
+		ep("ratelimits.override", authz.OpAdmin, "PUT /ojs/v1/rate-limits/{key}", func(c *call) (any, error) {
+			k, err := key(c)
+			if err != nil {
+				return nil, err
+			}
+			body, err := withoutField(c, "key")
+			if err != nil {
+				return nil, err
+			}
+			ov, err := wire.DecodeOverride(body)
+			if err != nil {
+				return nil, err
+			}
+			return rb.SetRateLimitOverride(c.ctx, k, ov)
+		}),
+		ep("ratelimits.clear", authz.OpAdmin, "DELETE /ojs/v1/rate-limits/{key}", func(c *call) (any, error) {
+			k, err := key(c)
+			if err != nil {
+				return nil, err
+			}
+			return rb.ResetRateLimit(c.ctx, k)
+		}),
+	}
+}

@@ -1,0 +1,74 @@
+package natsbind
+
+import (
+	"context"
+
+	"github.com/jetgate/jetgate/admission/ojs"
+)
+
+// Backend is what the NATS binding asks of the layer below: the same
+// methods, with the same meaning, as httpbind.Backend, so the value that
+// serves HTTP serves NATS too (Go's structural typing; natsbind does not
+// import httpbind). Errors are the ojs sentinels and typed errors, mapped
+// by wire.Classify exactly as HTTP maps them.
+type Backend interface {
+	Enqueue(ctx context.Context, job *ojs.Job) (*ojs.Job, error)
+	// EnqueueBatch enqueues all jobs or none.
+	EnqueueBatch(ctx context.Context, jobs []*ojs.Job) ([]*ojs.Job, error)
+	Get(ctx context.Context, id string) (*ojs.Job, error)
+	// Cancel returns the cancelled job and the state it left.
+	Cancel(ctx context.Context, id string) (*ojs.Job, ojs.State, error)
+	Activate(ctx context.Context, id string) (*ojs.Job, error)
+
+	Fetch(ctx context.Context, req ojs.FetchRequest) ([]*ojs.Job, error)
+	Ack(ctx context.Context, req ojs.AckRequest) (*ojs.AckResult, error)
+	Nack(ctx context.Context, req ojs.NackRequest) (*ojs.NackResult, error)
+	Heartbeat(ctx context.Context, req ojs.HeartbeatRequest) (*ojs.HeartbeatResult, error)
+
+	ListQueues(ctx context.Context) ([]ojs.QueueInfo, error)
+	QueueStats(ctx context.Context, name string) (*ojs.QueueStats, error)
+	PauseQueue(ctx context.Context, name string) (*ojs.QueueInfo, error)
+	ResumeQueue(ctx context.Context, name string) (*ojs.QueueInfo, error)
+
+	ListDeadLetter(ctx context.Context, q ojs.DeadLetterQuery) (*ojs.JobPage, error)
+	RetryDeadLetter(ctx context.Context, id string) (*ojs.Job, error)
+	DeleteDeadLetter(ctx context.Context, id string) error
+
+	RecentEvents(ctx context.Context, q ojs.EventQuery) ([]ojs.Event, error)
+	Health(ctx context.Context) ojs.Health
+}
+
+// PriorityBackend serves jobs.patch (priority) and queues.prioritystats;
+// a Backend that implements it gets those endpoints (as httpbind's).
+type PriorityBackend interface {
+	SetPriority(ctx context.Context, id string, priority int) (*ojs.PriorityChange, error)
+	PriorityStats(ctx context.Context, queue string) (*ojs.PriorityStats, error)
+}
+
+// TimeoutBackend lets jobs.patch change timeouts too (ojs-timeouts.md
+// 12.3), with the priority in the same compare-and-swap.
+type TimeoutBackend interface {
+	PatchJob(ctx context.Context, id string, tp *ojs.TimeoutPatch, priority *int) (*ojs.Job, int, error)
+}
+
+// ProgressBackend serves workers.progress and jobs.progress
+// (ojs-progress.md 10).
+type ProgressBackend interface {
+	ReportProgress(ctx context.Context, id string, u *ojs.ProgressUpdate) (*ojs.ProgressStatus, bool, error)
+	Progress(ctx context.Context, id string) (*ojs.ProgressStatus, error)
+}
+
+// RateLimitBackend serves the ratelimits endpoints (ojs-rate-limiting.md
+// 7.2, 10).
+type RateLimitBackend interface {
+	RateLimit(ctx context.Context, key string) (*ojs.RateLimitStatus, error)
+	RateLimits(ctx context.Context, page ojs.PageRequest) (*ojs.RateLimitPage, error)
+	SetRateLimitOverride(ctx context.Context, key string, ov ojs.RateLimitOverride) (*ojs.RateLimitStatus, error)
+	ResetRateLimit(ctx context.Context, key string) (*ojs.RateLimitStatus, error)
+}
+
+// BackpressureBackend serves queues.config (ojs-backpressure.md 6.2).
+type BackpressureBackend interface {
+	QueueConfig(ctx context.Context, name string) (*ojs.QueueConfig, error)
+	SetQueueBackpressure(ctx context.Context, name string, bp *ojs.Backpressure) (*ojs.QueueConfig, error)
+}

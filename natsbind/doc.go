@@ -1,0 +1,90 @@
+// Package natsbind is the OJS NATS binding: every operation of the HTTP
+// binding (httpbind) as an endpoint of one nats.go micro service named
+// "ojs", so `nats micro ls`, `nats micro info ojs` and `nats micro stats
+// ojs` show it and `nats req ojs.v1.jobs.enqueue '{...}'` enqueues a job.
+//
+// It is a thin adapter, as httpbind is: it reads fields out of NATS
+// messages and writes replies; every request rule (admission/ojs/wire
+// decoders) and every error mapping (wire.Classify) is shared with
+// httpbind, and every decision is the Backend's (the admission service).
+// It never touches JetStream state itself.
+//
+// # Subjects
+//
+// Subjects are "<prefix>.<area>.<op>", prefix "ojs.v1" by default
+// (Config.Prefix). Request bodies are exactly the HTTP bodies; where HTTP
+// puts a value in the path or query, the body carries it as a field of the
+// same name ("id", "queue", "key", "limit", ...). A success reply is the
+// HTTP success body. An error reply carries micro's error headers,
+// Nats-Service-Error-Code = the HTTP status ("400", "404", "409", "422",
+// "429", "503", ...) and Nats-Service-Error = the OJS error code
+// ("invalid_request", ...), with the OJS error envelope as the body;
+// headers HTTP sends with it (Retry-After, X-OJS-Queue-*,
+// WWW-Authenticate) come along as NATS headers. Every reply carries
+// X-Request-Id (the client's, when safe, or a new one) and OJS-Version.
+//
+//	health               GET /ojs/v1/health            {}
+//	jobs.enqueue         POST /ojs/v1/jobs             job envelope
+//	jobs.batch           POST /ojs/v1/jobs/batch       {"jobs":[...]}
+//	jobs.get             GET /ojs/v1/jobs/{id}         {"id"}
+//	jobs.cancel          DELETE /ojs/v1/jobs/{id}      {"id"}
+//	jobs.activate        POST /ojs/v1/jobs/{id}/activate {"id"}
+//	jobs.patch           PATCH /ojs/v1/jobs/{id}       {"id", "priority"?, timeouts?}
+//	jobs.progress        GET /ojs/v1/jobs/{id}/progress {"id"}
+//	workers.fetch        POST /ojs/v1/workers/fetch    + "wait_ms" (0..30000)
+//	workers.ack          POST /ojs/v1/workers/ack
+//	workers.nack         POST /ojs/v1/workers/nack
+//	workers.ackbatch     (NATS only) {"acks":[<ack body>...]} (1..1000)
+//	workers.nackbatch    (NATS only) {"nacks":[<nack body>...]} (1..1000)
+//	workers.heartbeat    POST /ojs/v1/workers/heartbeat
+//	workers.progress     PUT /ojs/v1/jobs/{id}/progress {"id", ...}
+//	queues.list          GET /ojs/v1/queues            {"limit"?, "offset"?, "cursor"?}
+//	queues.stats         GET /ojs/v1/queues/{name}/stats {"queue"}
+//	queues.pause         POST /ojs/v1/queues/{name}/pause {"queue"}
+//	queues.resume        POST /ojs/v1/queues/{name}/resume {"queue"}
+//	queues.config        GET|PUT /ojs/v1/queues/{name}/config {"queue"} / {"queue", ...}
+//	queues.prioritystats GET /ojs/v1/queues/{name}/priority-stats {"queue"}
+//	ratelimits.list      GET /ojs/v1/rate-limits       {"limit"?, "page"?, ...}
+//	ratelimits.get       GET /ojs/v1/rate-limits/{key} {"key"}
+//	ratelimits.override  PUT /ojs/v1/rate-limits/{key} {"key", ...override}
+//	ratelimits.clear     DELETE /ojs/v1/rate-limits/{key} {"key"}
+//	deadletter.list      GET /ojs/v1/dead-letter       {"queue"?, "limit"?, ...}
+//	deadletter.retry     POST /ojs/v1/dead-letter/{id}/retry {"id"}
+//	deadletter.delete    DELETE /ojs/v1/dead-letter/{id} {"id"}
+//	events.list          GET /ojs/v1/events            query fields as body fields
+//
+// The admin API's listings, cron, worker groups, pools, aging and
+// workflows stay HTTP only: they are operator tools with many query
+// forms, and issue 19 names the operations above. Live events stay on
+// their own subjects (jetstream/events). Progress streams (SSE) have no
+// request/reply form; subscribe to the job's events instead.
+//
+// # Batch worker calls and waiting fetches
+//
+// workers.ackbatch and workers.nackbatch run one ack or nack per item (each
+// its own compare-and-swap, as over HTTP), up to 64 at once, and reply
+// {"results":[...]} in the items' order: an item's HTTP reply, or
+// {"job_id","status","error":<envelope error object>}. workers.fetch with
+// wait_ms answers as soon as count jobs are claimed or the wait ends,
+// polling the backend with a backoff of 5 ms doubling to 250 ms between
+// empty polls. Jobs claimed are always answered, even when a later poll
+// fails or the service stops.
+//
+// # Access control
+//
+// With Config.Auth set, requests need the header "Authorization: Bearer
+// <token>"; each endpoint has the operation class of its HTTP route in the
+// role table of package authz (401 unauthorized, 403 forbidden envelopes).
+// Tokens are never logged.
+//
+// # Concurrency
+//
+// micro calls an endpoint's handler on its subscription's goroutine, one
+// request at a time; natsbind serves each request on its own goroutine (at
+// most Config.MaxInFlight at once), so a waiting fetch never holds up
+// another request. Replies are sent directly, so micro's own error
+// counters stay 0: `nats micro stats ojs` shows natsbind's counts
+// (requests, errors, last_error, processing_time) in each endpoint's data.
+// Stop drains the subscriptions, ends fetch waits and waits for every
+// request in flight.
+package natsbind

@@ -1,0 +1,369 @@
+package natsbind
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/jetgate/jetgate/admission/authz"
+	"github.com/jetgate/jetgate/admission/ojs"
+	"github.com/jetgate/jetgate/admission/ojs/wire"
+)
+
+// Headers of requests and replies.
+const (
+	// HeaderAuthorization carries "Bearer <token>".
+	HeaderAuthorization = "Authorization"
+	// HeaderRequestID is echoed (when safe) or generated, as over HTTP.
+	HeaderRequestID = "X-Request-Id"
+	// HeaderVersion is the OJS protocol version of every reply.
+	HeaderVersion = "OJS-Version"
+	// ProtocolVersion is the OJS protocol version spoken.
+	ProtocolVersion = "1.0"
+	// HeaderTraceParent is the W3C trace context header, accepted on every
+	// request.
+	HeaderTraceParent = "traceparent"
+	maxRequestIDLen   = 128
+)
+
+// Service is the OJS NATS binding: one micro service "ojs" whose endpoints
+// call Backend. Create it with New, then Start; Stop drains it.
+type Service struct {
+	nc  *nats.Conn
+	b   Backend
+	cfg Config
+	log *slog.Logger
+	eps []endpoint
+
+	svc micro.Service
+
+	// base is the parent of every request's context; cancelled by Stop
+	// after the in-flight requests ended.
+	base     context.Context
+	cancel   context.CancelFunc
+	stopping chan struct{} // closed by Stop: fetch waits end early
+	sem      chan struct{} // bounds requests in flight
+	wg       sync.WaitGroup
+
+	mu    sync.Mutex
+	stats map[string]*endpointStats
+
+	stopOnce sync.Once
+}
+
+// endpointStats are the counts a reply path keeps itself: requests are
+// served on their own goroutines, so micro's own error counters (which
+// only see synchronous replies) are not used. STATS shows them as data.
+type endpointStats struct {
+	Requests  int64         `json:"requests"`
+	InFlight  int64         `json:"in_flight"`
+	Errors    int64         `json:"errors"`
+	LastError string        `json:"last_error,omitempty"`
+	Time      time.Duration `json:"processing_time"`
+}
+
+// New returns the NATS binding over b on nc. Start serves it.
+func New(nc *nats.Conn, b Backend, cfg Config) (*Service, error) {
+	if nc == nil || b == nil {
+		return nil, errors.New("natsbind: nil connection or Backend")
+	}
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("natsbind: invalid config: %w", err)
+	}
+	s := &Service{nc: nc, b: b, cfg: cfg, log: cfg.Logger, stopping: make(chan struct{}),
+		sem: make(chan struct{}, cfg.MaxInFlight), stats: map[string]*endpointStats{}}
+	s.base, s.cancel = context.WithCancel(context.Background())
+	s.eps = s.endpoints()
+	return s, nil
+}
+
+// Start registers the micro service and its endpoints on the connection.
+func (s *Service) Start(context.Context) error {
+	svc, err := micro.AddService(s.nc, micro.Config{
+		Name:        ServiceName,
+		Version:     s.cfg.Version,
+		Description: "Open Job Spec operations of jetgate (same bodies and error envelopes as the HTTP binding)",
+		Metadata:    map[string]string{"prefix": s.cfg.Prefix, "ojs_version": ProtocolVersion},
+		QueueGroup:  s.cfg.QueueGroup,
+		StatsHandler: func(e *micro.Endpoint) any {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if st, ok := s.stats[e.Name]; ok {
+				return *st
+			}
+			return endpointStats{}
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("natsbind: add micro service: %w", err)
+	}
+	for _, ep := range s.eps {
+		s.stats[ep.name] = &endpointStats{}
+		md := map[string]string{"operation": ep.op.String(), "http": ep.http}
+		if err := svc.AddEndpoint(ep.name, s.dispatch(ep), micro.WithEndpointSubject(s.Subject(ep.subject)),
+			micro.WithEndpointMetadata(md)); err != nil {
+			_ = svc.Stop()
+			return fmt.Errorf("natsbind: add endpoint %s: %w", ep.name, err)
+		}
+	}
+	s.svc = svc
+	s.log.Info("NATS API serving", "service", ServiceName, "prefix", s.cfg.Prefix,
+		"endpoints", len(s.eps), "access_control", s.cfg.Auth != nil)
+	return nil
+}
+
+// Stop stops taking requests (micro drains the subscriptions), ends the
+// waits of fetches in flight (they answer what they claimed), waits for
+// every request in flight and releases the service. Safe to call twice.
+func (s *Service) Stop() {
+	s.stopOnce.Do(func() {
+		if s.svc != nil {
+			if err := s.svc.Stop(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
+				s.log.Warn("stop NATS API", "error", err)
+			}
+		}
+		close(s.stopping)
+		s.wg.Wait()
+		s.cancel()
+	})
+}
+
+// Subject is the full subject of an endpoint's "<area>.<op>".
+func (s *Service) Subject(op string) string { return s.cfg.Prefix + "." + op }
+
+// Subjects lists every endpoint's subject, in table order.
+func (s *Service) Subjects() []string {
+	out := make([]string, len(s.eps))
+	for i, ep := range s.eps {
+		out[i] = s.Subject(ep.subject)
+	}
+	return out
+}
+
+// dispatch serves each request on its own goroutine (micro calls a
+// handler on the subscription's one goroutine, and a fetch may wait), at
+// most MaxInFlight at once: beyond that the subscription buffers.
+func (s *Service) dispatch(ep endpoint) micro.Handler {
+	return micro.HandlerFunc(func(req micro.Request) {
+		select {
+		case s.sem <- struct{}{}:
+		case <-s.stopping:
+			return
+		}
+		s.wg.Add(1)
+		msg := &nats.Msg{Subject: req.Subject(), Reply: req.Reply(), Data: req.Data(), Header: nats.Header(req.Headers())}
+		go func() {
+			defer func() { <-s.sem; s.wg.Done() }()
+			s.serve(ep, msg)
+		}()
+	})
+}
+
+// call is one request as a handler sees it.
+type call struct {
+	ctx       context.Context
+	data      []byte
+	hdr       nats.Header
+	out       nats.Header // headers of the reply
+	requestID string
+	obj       wire.Object // the body as an object, read once
+}
+
+// object returns the body as a JSON object (an empty body reads as {}).
+func (c *call) object() (wire.Object, error) {
+	if c.obj != nil {
+		return c.obj, nil
+	}
+	o, err := wire.ParseObject(c.data)
+	if err != nil {
+		return nil, err
+	}
+	c.obj = o
+	return o, nil
+}
+
+// serve runs one request: checks, handler, reply.
+func (s *Service) serve(ep endpoint, msg *nats.Msg) {
+	start := time.Now()
+	s.mu.Lock()
+	if st := s.stats[ep.name]; st != nil {
+		st.InFlight++
+	}
+	s.mu.Unlock()
+	c := &call{data: msg.Data, hdr: msg.Header, out: nats.Header{}, requestID: requestID(msg.Header)}
+	if c.hdr == nil {
+		c.hdr = nats.Header{}
+	}
+	ctx, cancel := context.WithTimeout(s.base, s.cfg.RequestTimeout+ep.extra)
+	defer cancel()
+	c.ctx = ctx
+	v, err := s.run(ep, c)
+	if err != nil {
+		s.replyError(ep, msg, c, err)
+	} else {
+		s.reply(ep, msg, c, v)
+	}
+	s.count(ep, time.Since(start), err)
+}
+
+// run checks access and size, then calls the handler; a panic answers 500.
+func (s *Service) run(ep endpoint, c *call) (v any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error("panic serving NATS request", "subject", s.Subject(ep.subject),
+				"request_id", c.requestID, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			v, err = nil, errors.New("panic")
+		}
+	}()
+	if err := s.authorize(ep, c); err != nil {
+		return nil, err
+	}
+	limit := s.cfg.MaxBodyBytes
+	if ep.batch {
+		limit = s.cfg.MaxBatchBodyBytes
+	}
+	if int64(len(c.data)) > limit {
+		return nil, wire.ErrTooLarge(limit)
+	}
+	return ep.h(c)
+}
+
+// authorize applies the role table of package authz (the one HTTP uses):
+// a missing or unknown token answers 401, a token of another role 403.
+// The token is never logged nor echoed.
+func (s *Service) authorize(ep endpoint, c *call) error {
+	if s.cfg.Auth == nil || ep.op == authz.OpOpen {
+		return nil
+	}
+	role := s.cfg.Auth.Role(bearerToken(c.hdr.Get(HeaderAuthorization)))
+	if role == authz.RoleNone {
+		return wire.ErrUnauthorized()
+	}
+	if !role.Allows(ep.op) {
+		return wire.ErrForbidden(role, ep.op, s.Subject(ep.subject))
+	}
+	return nil
+}
+
+// bearerToken returns the token of "Bearer <token>" (scheme
+// case-insensitive, RFC 6750 2.1), "" if there is none.
+func bearerToken(v string) string {
+	const scheme = "bearer "
+	if len(v) <= len(scheme) || !strings.EqualFold(v[:len(scheme)], scheme) {
+		return ""
+	}
+	return strings.TrimSpace(v[len(scheme):])
+}
+
+// reply sends a success body: v encoded as JSON (raw bytes as they are).
+func (s *Service) reply(ep endpoint, msg *nats.Msg, c *call, v any) {
+	var b []byte
+	switch x := v.(type) {
+	case json.RawMessage:
+		b = x
+	case statusBody:
+		c.out.Set(micro.ErrorCodeHeader, strconv.Itoa(x.status))
+		c.out.Set(micro.ErrorHeader, x.code)
+		s.reply(ep, msg, c, x.body)
+		return
+	default:
+		var err error
+		if b, err = json.Marshal(v); err != nil {
+			s.replyError(ep, msg, c, fmt.Errorf("encode reply: %w", err))
+			return
+		}
+	}
+	s.send(msg, c, b)
+}
+
+// statusBody is a reply whose body is not an error envelope but whose
+// HTTP twin answers an error status (the health of a degraded server).
+type statusBody struct {
+	status int
+	code   string
+	body   any
+}
+
+// replyError sends the OJS error envelope with micro's error headers:
+// Nats-Service-Error-Code is the HTTP status, Nats-Service-Error the OJS
+// error code; the headers HTTP would send (Retry-After, the pressure
+// headers, WWW-Authenticate) come along.
+func (s *Service) replyError(ep endpoint, msg *nats.Msg, c *call, err error) {
+	e := wire.Classify(err)
+	if e.Status >= 500 {
+		s.log.Error("NATS request failed", "subject", s.Subject(ep.subject), "status", e.Status,
+			"request_id", c.requestID, "error", err)
+	}
+	for k, vs := range e.Header {
+		c.out[k] = append(c.out[k], vs...)
+	}
+	c.out.Set(micro.ErrorCodeHeader, strconv.Itoa(e.Status))
+	c.out.Set(micro.ErrorHeader, e.Code)
+	b, mErr := json.Marshal(e.Envelope(c.requestID))
+	if mErr != nil {
+		b = []byte(`{"error":{"code":"` + ojs.CodeBackendError + `","message":"internal server error","retryable":true,"details":{}}}`)
+	}
+	s.send(msg, c, b)
+}
+
+func (s *Service) send(msg *nats.Msg, c *call, body []byte) {
+	if msg.Reply == "" {
+		return // published without a reply subject: nobody to answer
+	}
+	c.out.Set(HeaderRequestID, c.requestID)
+	c.out.Set(HeaderVersion, ProtocolVersion)
+	if err := s.nc.PublishMsg(&nats.Msg{Subject: msg.Reply, Header: c.out, Data: body}); err != nil {
+		s.log.Debug("NATS reply not sent", "request_id", c.requestID, "error", err)
+	}
+}
+
+func (s *Service) count(ep endpoint, d time.Duration, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.stats[ep.name]
+	if st == nil {
+		return
+	}
+	st.InFlight--
+	st.Requests++
+	st.Time += d
+	if err != nil {
+		st.Errors++
+		st.LastError = wire.Classify(err).Code
+	}
+}
+
+// requestID returns the client's X-Request-Id if it is safe to echo
+// (ojs-http-binding.md 19.2: 1..128 visible ASCII), else a new
+// "req_<UUIDv7>".
+func requestID(h nats.Header) string {
+	if id := h.Get(HeaderRequestID); id != "" && len(id) <= maxRequestIDLen {
+		ok := true
+		for i := range len(id) {
+			if id[i] < 0x21 || id[i] > 0x7e {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return id
+		}
+	}
+	u, err := uuid.NewV7()
+	if err != nil {
+		return "req_" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	}
+	return "req_" + u.String()
+}
