@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/jetgate/jetgate/client"
 	"github.com/jetgate/jetgate/cmd/jetgate/app"
@@ -91,6 +94,15 @@ func TestWorkerRunsAndAcks(t *testing.T) {
 		}
 		if ran.Load() != n || peak.Load() > 4 {
 			t.Fatalf("ran %d handlers (want %d), peak concurrency %d (max 4)", ran.Load(), n, peak.Load())
+		}
+		if kind == "nats" {
+			// Issue 19: over NATS the worker acks through ackbatch (as many
+			// acks per request as are waiting; one when they come one by one).
+			st := microStats(t, e.srv.NatsURL())
+			t.Logf("requests by endpoint: fetch %d, ackbatch %d, ack %d", st["workers.fetch"], st["workers.ackbatch"], st["workers.ack"])
+			if st["workers.ack"] != 0 || st["workers.ackbatch"] < 1 || st["workers.ackbatch"] > n {
+				t.Fatalf("ack requests %d, ackbatch requests %d for %d jobs", st["workers.ack"], st["workers.ackbatch"], n)
+			}
 		}
 	})
 }
@@ -426,4 +438,33 @@ func TestWorkerRunTerminatesOnDirective(t *testing.T) {
 			t.Fatal("Run did not return after a terminate directive")
 		}
 	})
+}
+
+// microStats returns the requests each endpoint of the "ojs" micro
+// service served, by subject without the prefix ($SRV.STATS).
+func microStats(t *testing.T, url string) map[string]int {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	msg, err := nc.Request("$SRV.STATS.ojs", nil, 5*time.Second)
+	if err != nil {
+		t.Fatalf("micro stats: %v", err)
+	}
+	var st struct {
+		Endpoints []struct {
+			Subject     string `json:"subject"`
+			NumRequests int    `json:"num_requests"`
+		} `json:"endpoints"`
+	}
+	if err := json.Unmarshal(msg.Data, &st); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, ep := range st.Endpoints {
+		out[strings.TrimPrefix(ep.Subject, client.DefaultPrefix+".")] += ep.NumRequests
+	}
+	return out
 }
