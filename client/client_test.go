@@ -230,3 +230,72 @@ func TestEnqueueSlowsUnderQueuePressure(t *testing.T) {
 }
 
 var _ = context.Background
+
+// Issue 19: ackbatch / nackbatch settle many jobs in one request, with a
+// result per item in order (an unknown job fails only its item); over
+// HTTP the same calls send one request per job.
+func TestAckAndNackBatch(t *testing.T) {
+	t.Parallel()
+	bindings(t, func(t *testing.T, kind string) {
+		e := setup(t, kind, app.Config{}, client.Config{})
+		ctx := ctxT(t)
+		reqs := make([]client.Request, 6)
+		for i := range reqs {
+			reqs[i] = client.Request{Type: "b.job", Args: []any{i}, Options: []client.Option{client.Queue("batchack")}}
+		}
+		if _, err := e.c.EnqueueBatch(ctx, reqs); err != nil {
+			t.Fatal(err)
+		}
+		jobs, err := e.c.Fetch(ctx, client.FetchRequest{Queues: []string{"batchack"}, Count: 6, WorkerID: "w1"})
+		if err != nil || len(jobs) != 6 {
+			t.Fatalf("fetch: %d jobs, %v", len(jobs), err)
+		}
+		acks := []client.Ack{{JobID: jobs[0].ID, Result: map[string]int{"n": 0}}, {JobID: "019539a4-b68c-7def-8000-1a2b3c4d5e6f"},
+			{JobID: jobs[1].ID, Attempt: jobs[1].Attempt, WorkerID: "w1"}}
+		res, err := e.c.AckBatch(ctx, acks)
+		if err != nil || len(res) != 3 {
+			t.Fatalf("ackbatch: %v %v", res, err)
+		}
+		if res[0].State != "completed" || res[1].Err == nil || res[1].Err.Status != 404 || res[2].State != "completed" {
+			t.Fatalf("ackbatch results %+v %+v %+v", res[0], res[1], res[2])
+		}
+		nacks := make([]client.Nack, 0, 4)
+		for _, j := range jobs[2:] {
+			nacks = append(nacks, client.Nack{JobID: j.ID, Error: client.JobError{Type: "boom", Message: "failed"}})
+		}
+		nres, err := e.c.NackBatch(ctx, nacks)
+		if err != nil || len(nres) != 4 {
+			t.Fatalf("nackbatch: %v %v", nres, err)
+		}
+		for i, r := range nres {
+			if r.Err != nil || r.JobID != jobs[2+i].ID || r.State != "retryable" {
+				t.Fatalf("nackbatch result %d: %+v", i, r)
+			}
+		}
+		if kind == "nats" {
+			if st := microStats(t, e.srv.NatsURL()); st["workers.ackbatch"] != 1 || st["workers.nackbatch"] != 1 {
+				t.Fatalf("requests: %v", st)
+			}
+		}
+	})
+}
+
+// ojs-backpressure.md 7.1, 7.2 (BP-002, BP-005): a refused enqueue is a
+// 429 *Error with code QUEUE_FULL, retryable, its Retry-After and the
+// pressure headers, over HTTP and over NATS (headers as NATS headers).
+func TestQueueFullIsTyped(t *testing.T) {
+	t.Parallel()
+	bindings(t, func(t *testing.T, kind string) {
+		e := setup(t, kind, app.Config{QueueMaxDepth: 1}, client.Config{Retry: client.RetryConfig{MaxRetries: -1}})
+		ctx := ctxT(t)
+		if _, err := e.c.Enqueue(ctx, "f.job", nil, client.Queue("tiny")); err != nil {
+			t.Fatal(err)
+		}
+		_, err := e.c.Enqueue(ctx, "f.job", nil, client.Queue("tiny"))
+		ce, ok := errors.AsType[*client.Error](err)
+		if !ok || ce.Status != 429 || ce.Code != "QUEUE_FULL" || !ce.Retryable || ce.RetryAfter != time.Second ||
+			ce.Header.Get("X-OJS-Queue-Depth") != "1" || ce.Header.Get("X-OJS-Queue-Pressure") == "" {
+			t.Fatalf("enqueue into a full queue: %#v", err)
+		}
+	})
+}

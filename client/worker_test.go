@@ -4,10 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/jetgate/jetgate/client"
 	"github.com/jetgate/jetgate/cmd/jetgate/app"
@@ -90,6 +94,15 @@ func TestWorkerRunsAndAcks(t *testing.T) {
 		}
 		if ran.Load() != n || peak.Load() > 4 {
 			t.Fatalf("ran %d handlers (want %d), peak concurrency %d (max 4)", ran.Load(), n, peak.Load())
+		}
+		if kind == "nats" {
+			// Issue 19: over NATS the worker acks through ackbatch (as many
+			// acks per request as are waiting; one when they come one by one).
+			st := microStats(t, e.srv.NatsURL())
+			t.Logf("requests by endpoint: fetch %d, ackbatch %d, ack %d", st["workers.fetch"], st["workers.ackbatch"], st["workers.ack"])
+			if st["workers.ack"] != 0 || st["workers.ackbatch"] < 1 || st["workers.ackbatch"] > n {
+				t.Fatalf("ack requests %d, ackbatch requests %d for %d jobs", st["workers.ack"], st["workers.ackbatch"], n)
+			}
 		}
 	})
 }
@@ -391,4 +404,67 @@ func TestWorkerDrainsOnStop(t *testing.T) {
 			t.Fatalf("second stop: %v", err)
 		}
 	})
+}
+
+// ojs-worker-protocol.md 4.4, 7.2: a "terminate" directive in the
+// heartbeat answer (here from the admin API) makes Run drain and return.
+func TestWorkerRunTerminatesOnDirective(t *testing.T) {
+	t.Parallel()
+	bindings(t, func(t *testing.T, kind string) {
+		e := setup(t, kind, app.Config{}, client.Config{})
+		w, err := e.c.NewWorker(client.WorkerConfig{Queues: []string{"ops"}, HeartbeatInterval: 100 * time.Millisecond,
+			PollInterval: 50 * time.Millisecond, FetchWait: 200 * time.Millisecond, DrainTimeout: 2 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		ran := make(chan error, 1)
+		go func() { ran <- w.Run(ctx) }()
+		eventually(t, 20*time.Second, "the admin API terminates the worker", func() bool {
+			res, err := http.Post(e.srv.URL()+"/ojs/v1/admin/workers/"+w.ID()+"/terminate", "application/json", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			return res.StatusCode == http.StatusOK
+		})
+		select {
+		case err := <-ran:
+			if err != nil || w.State() != client.StateTerminate {
+				t.Fatalf("run: %v, state %s", err, w.State())
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("Run did not return after a terminate directive")
+		}
+	})
+}
+
+// microStats returns the requests each endpoint of the "ojs" micro
+// service served, by subject without the prefix ($SRV.STATS).
+func microStats(t *testing.T, url string) map[string]int {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	msg, err := nc.Request("$SRV.STATS.ojs", nil, 5*time.Second)
+	if err != nil {
+		t.Fatalf("micro stats: %v", err)
+	}
+	var st struct {
+		Endpoints []struct {
+			Subject     string `json:"subject"`
+			NumRequests int    `json:"num_requests"`
+		} `json:"endpoints"`
+	}
+	if err := json.Unmarshal(msg.Data, &st); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, ep := range st.Endpoints {
+		out[strings.TrimPrefix(ep.Subject, client.DefaultPrefix+".")] += ep.NumRequests
+	}
+	return out
 }

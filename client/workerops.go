@@ -118,7 +118,8 @@ func (c *Client) NackBatch(ctx context.Context, nacks []Nack) ([]Result, error) 
 // batchItem is one item of an ackbatch / nackbatch answer.
 type batchItem struct {
 	Result
-	Error *struct {
+	Status int `json:"status"`
+	Error  *struct {
 		Code      string         `json:"code"`
 		Message   string         `json:"message"`
 		Retryable bool           `json:"retryable"`
@@ -141,7 +142,11 @@ func (c *Client) batch(ctx context.Context, op string, body any) ([]Result, erro
 	for i, it := range out.Results {
 		res[i] = it.Result
 		if it.Error != nil {
-			res[i].Err = &Error{Status: statusOf(it.Error.Code), Code: it.Error.Code, Message: it.Error.Message,
+			status := it.Status
+			if status < 400 {
+				status = statusOf(it.Error.Code)
+			}
+			res[i].Err = &Error{Status: status, Code: it.Error.Code, Message: it.Error.Message,
 				Retryable: it.Error.Retryable, Details: it.Error.Details}
 		}
 	}
