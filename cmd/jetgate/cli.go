@@ -19,6 +19,9 @@ type leaf struct {
 	nargs   int // positional arguments required; -1: any number
 	flags   func(fs *flag.FlagSet)
 	run     func(ctx context.Context, c *cliCtx, args []string) error
+	// check, if set, validates the arguments and flags before any
+	// connection is made.
+	check func(args []string) error
 	// http marks a leaf that uses the HTTP API (--http-url) instead of
 	// NATS: no NATS connection is made for it.
 	http bool
@@ -72,6 +75,16 @@ func (l *leaf) usage(fs *flag.FlagSet) string {
 		writeFlagHelp(&b, fs.Lookup(nf[0]), nf[1])
 	}
 	return b.String()
+}
+
+// name is the command without its argument placeholders ("limits set").
+func (l *leaf) name() string {
+	words := strings.Fields(l.use)
+	n := 0
+	for n < len(words) && strings.ToLower(words[n]) == words[n] {
+		n++
+	}
+	return strings.Join(words[:n], " ")
 }
 
 func isRemoteFlag(name string) bool {
@@ -128,8 +141,11 @@ func runLeaf(ctx context.Context, l *leaf, args []string, stdout, stderr io.Writ
 	if err == nil && l.nargs >= 0 && len(pos) != l.nargs {
 		err = fmt.Errorf("%s takes %d argument(s), got %d", l.use, l.nargs, len(pos))
 	}
+	if err == nil && l.check != nil {
+		err = l.check(pos)
+	}
 	if err != nil {
-		fmt.Fprintf(stderr, "Usage:\n  jetgate %s [flags]\nRun \"jetgate %s --help\" for its flags.\n", l.use, l.use)
+		fmt.Fprintf(stderr, "Usage:\n  jetgate %s [flags]\nRun \"jetgate %s --help\" for its flags.\n", l.use, l.name())
 		return err
 	}
 	c, closeFn, err := dial(&rf)

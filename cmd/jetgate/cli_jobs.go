@@ -52,14 +52,15 @@ func jobsCancelLeaf() *leaf {
 func jobsPatchLeaf() *leaf {
 	var priority int
 	var set string
+	var patch map[string]any
 	return &leaf{use: "jobs patch ID", nargs: 1,
 		summary: "Changes an available or scheduled job's priority, or its timeouts (PATCH /ojs/v1/jobs/{id}). Give --priority, --set with a JSON object of fields, or both.",
 		flags: func(fs *flag.FlagSet) {
 			fs.IntVar(&priority, "priority", -1, "New priority, 0 (runs first) to 999.")
 			fs.StringVar(&set, "set", "", "JSON object of PATCH fields, such as '{\"timeout\":60}'.")
 		},
-		run: func(ctx context.Context, c *cliCtx, args []string) error {
-			patch := map[string]any{}
+		check: func(args []string) error {
+			patch = map[string]any{}
 			if set != "" {
 				if err := json.Unmarshal([]byte(set), &patch); err != nil {
 					return fmt.Errorf("--set: not a JSON object: %w", err)
@@ -72,6 +73,9 @@ func jobsPatchLeaf() *leaf {
 				return fmt.Errorf("jobs patch: nothing to change: give --priority or --set")
 			}
 			patch["id"] = args[0]
+			return nil
+		},
+		run: func(ctx context.Context, c *cliCtx, _ []string) error {
 			body, err := c.call(ctx, opJobsPatch, patch)
 			if err != nil || c.json {
 				return c.done(body, err)
@@ -139,6 +143,7 @@ func jobsLsLeaf() *leaf {
 func enqueueCommand() command {
 	var queue, file, meta string
 	var priority, maxAttempts int
+	var job map[string]any
 	return single(&leaf{use: "enqueue TYPE [ARGS]", nargs: -1,
 		summary: "Enqueues a job of TYPE with ARGS (a JSON array, default []); or, with --file, the whole job envelope from a file (- for stdin), exactly as POST /ojs/v1/jobs takes it.",
 		flags: func(fs *flag.FlagSet) {
@@ -148,11 +153,11 @@ func enqueueCommand() command {
 			fs.StringVar(&meta, "meta", "", "JSON object of job meta.")
 			fs.StringVar(&file, "file", "", "Read the job envelope (JSON) from this file, - for stdin; TYPE and ARGS are then not given.")
 		},
-		run: func(ctx context.Context, c *cliCtx, args []string) error {
-			job, err := jobEnvelope(args, file, queue, meta, priority, maxAttempts, os.Stdin)
-			if err != nil {
-				return err
-			}
+		check: func(args []string) (err error) {
+			job, err = jobEnvelope(args, file, queue, meta, priority, maxAttempts, os.Stdin)
+			return err
+		},
+		run: func(ctx context.Context, c *cliCtx, _ []string) error {
 			body, err := c.call(ctx, opJobsEnqueue, job)
 			if err != nil {
 				return err

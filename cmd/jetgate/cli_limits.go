@@ -114,6 +114,7 @@ func limitsSetLeaf() *leaf {
 	var concurrency int
 	var rate, throttle string
 	var expiresIn time.Duration
+	var req map[string]any
 	return &leaf{use: "limits set KEY", nargs: 1,
 		summary: "Overrides a key's limits for every job of the key (RL-R004) until --expires-in passes or it is replaced or reset. Give at least one of --concurrency, --rate, --throttle.",
 		flags: func(fs *flag.FlagSet) {
@@ -122,11 +123,11 @@ func limitsSetLeaf() *leaf {
 			fs.StringVar(&throttle, "throttle", "", "Throttle: N/PERIOD evenly spaced starts, such as 10/1s.")
 			fs.DurationVar(&expiresIn, "expires-in", 0, "The override ends after this long (default: it stays).")
 		},
-		run: func(ctx context.Context, c *cliCtx, args []string) error {
-			req, err := overrideBody(args[0], concurrency, rate, throttle, expiresIn, time.Now())
-			if err != nil {
-				return err
-			}
+		check: func(args []string) (err error) {
+			req, err = overrideBody(args[0], concurrency, rate, throttle, expiresIn, time.Now())
+			return err
+		},
+		run: func(ctx context.Context, c *cliCtx, _ []string) error {
 			body, err := c.call(ctx, opLimitsOverride, req)
 			if err != nil {
 				return err

@@ -284,9 +284,13 @@ func TestCLIJobsLs(t *testing.T) {
 // Usage errors name the command; --help shows the connection flags.
 func TestCLIUsage(t *testing.T) {
 	t.Parallel()
-	for _, args := range [][]string{{"jobs"}, {"jobs", "nope"}, {"jobs", "get"}, {"queues", "stats", "a", "b"}, {"limits", "set", "k", "--rate", "x"}} {
-		if _, _, err := runCmd(t, append(args, "--nats-url", "nats://127.0.0.1:1", "--timeout", "100ms")...); err == nil {
-			t.Errorf("%v: no error", args)
+	// Each is refused before any connection is tried (the URL goes nowhere).
+	for _, args := range [][]string{{"jobs"}, {"jobs", "nope"}, {"jobs", "get"}, {"queues", "stats", "a", "b"},
+		{"limits", "set", "k", "--rate", "x"}, {"limits", "set", "k"}, {"jobs", "patch", "id"}, {"enqueue"},
+		{"enqueue", "a.b", "{}"}, {"enqueue", "a.b", "--file", "x.json"}, {"jobs", "get", "id", "--bogus"}} {
+		_, _, err := runCmd(t, append(args, "--nats-url", "nats://127.0.0.1:1", "--timeout", "100ms")...)
+		if err == nil || strings.Contains(err.Error(), "connect to NATS") {
+			t.Errorf("%v: err = %v, want a usage error", args, err)
 		}
 	}
 	out, _, err := runCmd(t, "jobs", "get", "--help")
