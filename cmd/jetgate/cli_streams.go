@@ -29,6 +29,10 @@ type streamsReport struct {
 	Buckets   []bucketRow   `json:"buckets"`
 	Consumers []consumerRow `json:"consumers"`
 	Health    healthReport  `json:"health"`
+
+	// offlineConsumers are consumers the server listed as missing or
+	// offline ("stream > consumer" -> reason), for the health check.
+	offlineConsumers map[string]string
 }
 
 type streamRow struct {
@@ -112,7 +116,7 @@ func (c *cliCtx) streamsReport(ctx context.Context, replicas int) (*streamsRepor
 	if err != nil {
 		return nil, fmt.Errorf("list streams: %w", err)
 	}
-	rep := &streamsReport{Streams: []streamRow{}, Buckets: []bucketRow{}, Consumers: []consumerRow{}}
+	rep := &streamsReport{Streams: []streamRow{}, Buckets: []bucketRow{}, Consumers: []consumerRow{}, offlineConsumers: map[string]string{}}
 	infos := map[string]*api.StreamInfo{}
 	for _, s := range streams {
 		if ctx.Err() != nil {
@@ -135,6 +139,15 @@ func (c *cliCtx) streamsReport(ctx context.Context, replicas int) (*streamsRepor
 		}
 	}
 	rep.Health = checkHealth(infos, missing, offline, replicas)
+	names := make([]string, 0, len(rep.offlineConsumers))
+	for name := range rep.offlineConsumers {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		rep.Health.OK = false
+		rep.Health.Checks = append(rep.Health.Checks, healthCheck{Asset: name, Status: string(monitor.CriticalStatus), Problems: []string{rep.offlineConsumers[name]}})
+	}
 	return rep, nil
 }
 
@@ -151,9 +164,15 @@ func (r *streamsReport) add(info *api.StreamInfo) {
 }
 
 func (r *streamsReport) addConsumers(mgr *jsm.Manager, stream string) error {
-	cons, _, _, err := mgr.Consumers(stream)
+	cons, missing, offline, err := mgr.Consumers(stream)
 	if err != nil {
 		return fmt.Errorf("consumers of %s: %w", stream, err)
+	}
+	for _, name := range missing {
+		r.offlineConsumers[stream+" > "+name] = "missing from the server's listing"
+	}
+	for name, why := range offline {
+		r.offlineConsumers[stream+" > "+name] = "offline: " + why
 	}
 	for _, con := range cons {
 		st, err := con.LatestState()
@@ -173,7 +192,8 @@ func (r *streamsReport) addConsumers(mgr *jsm.Manager, stream string) error {
 // checkHealth checks every stream of topology.Required(): present, not
 // reported missing or offline by the server, and healthy by jsm.go's
 // stream check (monitor.CheckStreamInfoHealth: a leader, the expected
-// peers, none offline).
+// peers, none offline). streamsReport adds a failed check for each
+// consumer of jetgate's streams that the server reports offline.
 func checkHealth(infos map[string]*api.StreamInfo, missing []string, offline map[string]string, replicas int) healthReport {
 	h := healthReport{OK: true}
 	for _, name := range topology.Required() {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jetgate/jetgate/admission/ojs"
 	"github.com/jetgate/jetgate/client/jetgatetest"
+	"github.com/jetgate/jetgate/cmd/jetgate/app"
 	"github.com/jetgate/jetgate/jetstream/natstest"
 	"github.com/jetgate/jetgate/jetstream/topology"
 )
@@ -179,4 +180,30 @@ func hasRow(out, first string, cells ...string) bool {
 		}
 	}
 	return false
+}
+
+// On a 3-node cluster with --replicas 3 (jetgate serve --replicas 3),
+// jsm.go's stream check finds a leader and 3 peers for every required
+// stream: healthy, exit 0 (the same check that fails on one node above).
+func TestStreamsHealthOnCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a 3-node cluster")
+	}
+	t.Parallel()
+	c := natstest.RunCluster(t, 3)
+	jetgatetest.Start(t, jetgatetest.WithConfig(func(cfg *app.Config) {
+		cfg.NatsURL = c.URLs()
+		cfg.Replicas = 3
+	}))
+	out, _, err := runCmd(t, "streams", "--json", "--replicas", "3", "--nats-url", c.URLs())
+	if err != nil {
+		t.Fatalf("streams --replicas 3 on R3: %v\n%s", err, out)
+	}
+	var rep streamsReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Health.OK || findStream(t, rep, topology.ReadyStream).Replicas != 3 {
+		t.Fatalf("health on R3: %+v", rep.Health)
+	}
 }
