@@ -52,7 +52,10 @@ func (s *Service) fetchWait(c *call, req ojs.FetchRequest, wait time.Duration) (
 	}
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
-	backoff := pollFirst
+	backoff := time.Duration(0) // a poll that found jobs is followed at once
+	if len(jobs) == 0 {
+		backoff = pollFirst
+	}
 	poll := time.NewTimer(backoff)
 	defer poll.Stop()
 	for {
@@ -77,9 +80,12 @@ func (s *Service) fetchWait(c *call, req ojs.FetchRequest, wait time.Duration) (
 		if len(jobs) >= want {
 			return jobs, nil
 		}
-		if len(more) > 0 {
+		switch {
+		case len(more) > 0:
+			backoff = 0
+		case backoff == 0:
 			backoff = pollFirst
-		} else {
+		default:
 			backoff = min(backoff*2, pollMax)
 		}
 		poll.Reset(backoff)
