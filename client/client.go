@@ -60,6 +60,18 @@ type Client struct {
 	cfg Config
 	bp  *backpressure
 	log *slog.Logger
+	// closeIdle closes the idle connections of the HTTP transport the
+	// client made itself (nil otherwise).
+	closeIdle func()
+}
+
+// Close releases what the client holds of its own: the idle connections
+// of the HTTP transport it made when Config.HTTPClient was nil. A
+// Config.HTTPClient or Config.Conn stays the caller's to close.
+func (c *Client) Close() {
+	if c.closeIdle != nil {
+		c.closeIdle()
+	}
 }
 
 // New returns a Client for cfg.
@@ -81,7 +93,8 @@ func New(cfg Config) (*Client, error) {
 		}
 		hc := cfg.HTTPClient
 		if hc == nil {
-			hc = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 128, IdleConnTimeout: time.Minute}}
+			tr := &http.Transport{MaxIdleConnsPerHost: 128, IdleConnTimeout: time.Minute}
+			hc, c.closeIdle = &http.Client{Transport: tr}, tr.CloseIdleConnections
 		}
 		c.t = &httpTransport{base: strings.TrimSuffix(cfg.URL, "/"), hc: hc, token: cfg.Token}
 	} else {

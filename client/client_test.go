@@ -77,6 +77,25 @@ func TestEnqueueOptionsReachTheJob(t *testing.T) {
 		if c, err := e.c.Cancel(ctx, jobs[0].ID); err != nil || c.State != "cancelled" {
 			t.Fatalf("cancel: %+v %v", c, err)
 		}
+		// PATCH priority (ojs-priority.md 10.2), pause and resume.
+		if err := e.c.SetPriority(ctx, jobs[1].ID, 5); err != nil {
+			t.Fatal(err)
+		}
+		if g, err := e.c.Get(ctx, jobs[1].ID); err != nil || g.Priority != 5 {
+			t.Fatalf("priority after SetPriority: %v %v", g.Priority, err)
+		}
+		if err := e.c.PauseQueue(ctx, "batch"); err != nil {
+			t.Fatal(err)
+		}
+		if st, err := e.c.QueueStats(ctx, "batch"); err != nil || st.Status != "paused" {
+			t.Fatalf("paused queue: %+v %v", st, err)
+		}
+		if err := e.c.ResumeQueue(ctx, "batch"); err != nil {
+			t.Fatal(err)
+		}
+		if st, err := e.c.QueueStats(ctx, "batch"); err != nil || st.Status != "active" {
+			t.Fatalf("resumed queue: %+v %v", st, err)
+		}
 	})
 }
 

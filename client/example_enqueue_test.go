@@ -20,6 +20,7 @@ func ExampleClient_Enqueue() {
 	if err != nil {
 		panic(err)
 	}
+	defer c.Close()
 	concurrency := 5
 	job, err := c.Enqueue(ctx, "invoice.render", []any{"inv-42"},
 		client.Queue("billing"),
@@ -61,6 +62,7 @@ func ExampleConfig_backpressure() {
 	if err != nil {
 		panic(err)
 	}
+	defer c.Close()
 	// Bound the queue at one job (an operator does this once).
 	if err := putQueueBound(srv.URL(), "reports", 1); err != nil {
 		panic(err)

@@ -20,6 +20,7 @@ func ExampleWorker() {
 	if err != nil {
 		panic(err)
 	}
+	defer c.Close()
 
 	done := make(chan struct{}, 1)
 	w, err := c.NewWorker(client.WorkerConfig{

@@ -468,3 +468,20 @@ func microStats(t *testing.T, url string) map[string]int {
 	}
 	return out
 }
+
+// A worker whose fetches fail backs off exponentially from PollInterval
+// (honouring any Retry-After) instead of spinning: here every fetch is
+// refused (401, a token the server does not know).
+func TestWorkerFetchBacksOff(t *testing.T) {
+	t.Parallel()
+	e := setup(t, "http", app.Config{WorkerTokens: []string{"the-right-token"}}, client.Config{Token: "a-wrong-token"})
+	startWorker(t, e, client.WorkerConfig{Queues: []string{"q"}, HeartbeatInterval: time.Hour}, nil)
+	eventually(t, 10*time.Second, "first refused fetch", func() bool { return e.rt.count(401) >= 1 })
+	start := time.Now()
+	eventually(t, 20*time.Second, "1.6 s of refused fetches", func() bool { return time.Since(start) > 1600*time.Millisecond })
+	// Waits of 50, 100, 200, 400, 800 ms: at most 6 fetches in 1.6 s
+	// (32 without backoff).
+	if n := e.rt.count(401); n > 7 {
+		t.Fatalf("%d refused fetches in 1.6 s: no backoff", n)
+	}
+}
