@@ -3,7 +3,6 @@ package jetgatetest
 import (
 	"context"
 	"log/slog"
-	"net/http"
 	"sync"
 	"testing"
 	"time"
@@ -115,11 +114,10 @@ func Start(t testing.TB, opts ...Option) *Server {
 	if s.Client, err = client.New(client.Config{Conn: s.Conn, Token: st.token}); err != nil {
 		t.Fatalf("jetgatetest: NATS client: %v", err)
 	}
-	hc := &http.Client{Transport: &http.Transport{}}
-	t.Cleanup(hc.CloseIdleConnections)
-	if s.HTTPClient, err = client.New(client.Config{URL: s.HTTPURL, HTTPClient: hc, Token: st.token}); err != nil {
+	if s.HTTPClient, err = client.New(client.Config{URL: s.HTTPURL, Token: st.token}); err != nil {
 		t.Fatalf("jetgatetest: HTTP client: %v", err)
 	}
+	t.Cleanup(s.HTTPClient.Close)
 	return s
 }
 

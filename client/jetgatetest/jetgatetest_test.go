@@ -168,12 +168,11 @@ func TestClientsAndToken(t *testing.T) {
 	}
 	jg.WaitJobState(t, j.ID, ojs.StateCompleted, 10*time.Second)
 
-	hc := &http.Client{Transport: &http.Transport{}}
-	defer hc.CloseIdleConnections()
-	anon, err := client.New(client.Config{URL: jg.HTTPURL, HTTPClient: hc})
+	anon, err := client.New(client.Config{URL: jg.HTTPURL})
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer anon.Close()
 	if _, err := anon.Get(ctx, j.ID); !client.IsStatus(err, 401) {
 		t.Fatalf("get without a token: %v, want 401", err)
 	}
