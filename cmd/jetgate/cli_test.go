@@ -20,16 +20,10 @@ type cliEnv struct {
 	conn []string // --nats-url ... [--token ...]
 }
 
-// startCLIEnv starts jetgate with the kit; a jetgate without the NATS
-// binding skips the test (the binding is merged from i19-natsbind).
+// startCLIEnv starts jetgate (with its NATS binding) with the kit.
 func startCLIEnv(t *testing.T, opts ...jetgatetest.Option) *cliEnv {
 	t.Helper()
 	jg := jetgatetest.Start(t, opts...)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if _, err := jg.Client.Get(ctx, "00000000-0000-7000-8000-000000000000"); client.IsCode(err, "unavailable") {
-		t.Skip("this jetgate serves no NATS binding yet: ", err)
-	}
 	return &cliEnv{jg: jg, conn: []string{"--nats-url", jg.NatsURL}}
 }
 
