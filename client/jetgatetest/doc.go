@@ -11,6 +11,12 @@
 //		job := jg.WaitJobState(t, id, "completed", 5*time.Second)
 //	}
 //
+// The Server handle carries the NATS and HTTP URLs, a *nats.Conn and
+// JetStream context on the embedded server, jetgate clients over the NATS
+// binding (Client) and the HTTP binding (HTTPClient), and the app itself.
+// Options: WithConfig (any server setting), WithToken (access control on,
+// the clients send the token), WithLogger.
+//
 // It imports cmd/jetgate/app, which is an ordinary (not internal)
 // package: the kit runs exactly the server the binary runs, with every
 // feature on, instead of a second assembly that could drift from it.
