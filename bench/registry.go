@@ -17,4 +17,5 @@ var registry = []*Scenario{
 	timeouts10k,
 	cost,
 	drainHTTP,
+	drainNATS,
 }

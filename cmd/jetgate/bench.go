@@ -46,7 +46,7 @@ func newBenchFlags(c *benchConfig) *flag.FlagSet {
 	c.payload = 200
 	fs.Var(&c.payload, "payload-bytes", "Size of each job's payload (and of each raw message), in bytes or with a unit: 200, 4KiB.")
 	fs.IntVar(&c.params.CostJobs, "cost-jobs", 5000, "Jobs of each run of the cost scenario.")
-	fs.IntVar(&c.params.DrainJobs, "drain-jobs", 20000, "Jobs of each run of the drain-http scenario (enqueued in batches of 100, then drained).")
+	fs.IntVar(&c.params.DrainJobs, "drain-jobs", 20000, "Jobs of each run of the drain-http and drain-nats scenarios (enqueued in batches of 100, then drained).")
 	fs.StringVar(&c.out, "out", "bench-results", "Directory under which each run writes <timestamp>/report.md, results.json and SVG plots.")
 	fs.BoolVar(&c.jsonOut, "json", false, "Print results.json to stdout instead of the table (progress then goes to stderr).")
 	fs.StringVar(&c.dataDir, "data-dir", "", "Where the embedded NATS server stores JetStream data (default: a temporary directory, removed afterwards).")

@@ -25,6 +25,14 @@ Commands:
   version   print the version, git commit and Go version
   help      show this help, or "jetgate help <command>" for a command's
 
+Commands that talk to a running jetgate over NATS (--nats-url):
+  jobs      get, cancel, patch or list jobs
+  enqueue   enqueue a job
+  queues    list queues, show their stats, pause or resume them
+  limits    list, show or override rate limit keys
+  events    tail the live lifecycle events
+  streams   report jetgate's streams, buckets and consumers, and check them
+
 Run "jetgate serve --help" for every serve flag and its environment variable,
 "jetgate bench --help" for the benchmark scenarios.
 `
@@ -42,6 +50,12 @@ func commands() map[string]command {
 		"load":    {usage: loadUsage(), run: runLoad},
 		"version": {usage: versionUsage, run: runVersion},
 		"help":    {usage: helpUsage, run: runHelp},
+		"jobs":    jobsCommand(),
+		"enqueue": enqueueCommand(),
+		"queues":  queuesCommand(),
+		"limits":  limitsCommand(),
+		"events":  eventsCommand(),
+		"streams": streamsCommand(),
 	}
 }
 

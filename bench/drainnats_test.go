@@ -1,0 +1,35 @@
+package bench
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jetgate/jetgate/client"
+)
+
+// TestDrainNATS runs drain-nats's jetgate side on a few jobs, with a last
+// batch shorter than the others: every job is inserted over NATS, run by
+// client.Worker and acked once through ackbatch (the drain verifies it),
+// and the queue is empty afterwards.
+func TestDrainNATS(t *testing.T) {
+	const n, handlers = 250, 8
+	e := startEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := e.NATSWorkerDrain(ctx, "bench-drain-nats-test", n, enqueueBatch, handlers, 128)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Ops != n || s.Metrics["jobs/s"] <= 0 || s.Metrics[insertPerSec.Name] <= 0 {
+		t.Errorf("%d jobs, metrics %v", s.Ops, s.Metrics)
+	}
+	c, err := client.New(client.Config{Conn: e.nc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	left, err := c.Fetch(ctx, client.FetchRequest{Queues: []string{"bench-drain-nats-test"}, Count: 10})
+	if err != nil || len(left) != 0 {
+		t.Errorf("%d jobs left in the drained queue (%v)", len(left), err)
+	}
+}

@@ -1,0 +1,93 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jetgate/jetgate/client"
+	"github.com/jetgate/jetgate/cmd/jetgate/app"
+)
+
+// sigtermHelperEnv makes TestSIGTERMHelper run a worker (in a child
+// process of TestWorkerDrainsOnSIGTERM) against the jetgate at its value.
+const sigtermHelperEnv = "JETGATE_CLIENT_SIGTERM_WORKER_URL"
+
+// ojs-worker-protocol.md 9.2, issue 19: a worker process running Run
+// drains on SIGTERM: it does not exit at once, fails the job still
+// running at the end of its drain timeout with type "shutdown", and exits
+// cleanly. The worker runs in a child process so the signal reaches only
+// it.
+func TestWorkerDrainsOnSIGTERM(t *testing.T) {
+	t.Parallel()
+	e := setup(t, "http", app.Config{}, client.Config{})
+	ctx := ctxT(t)
+	j, err := e.c.Enqueue(ctx, "endless", nil, client.Queue("sigterm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestSIGTERMHelper$", "-test.count=1")
+	cmd.Env = append(os.Environ(), sigtermHelperEnv+"="+e.srv.URL())
+	out := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	})
+	waitState(t, e.c, j.ID, "active", 30*time.Second)
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("worker process after SIGTERM: %v\n%s", err, out.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("worker process still running 30 s after SIGTERM\n%s", out.String())
+	}
+	g := waitState(t, e.c, j.ID, "retryable", 10*time.Second)
+	if g.Error == nil || g.Error.Kind() != "shutdown" {
+		t.Fatalf("job error %+v, want type shutdown", g.Error)
+	}
+}
+
+// TestSIGTERMHelper is the worker process of TestWorkerDrainsOnSIGTERM;
+// it does nothing in a normal test run.
+func TestSIGTERMHelper(t *testing.T) {
+	url := os.Getenv(sigtermHelperEnv)
+	if url == "" {
+		t.Skip("helper process of TestWorkerDrainsOnSIGTERM")
+	}
+	c, err := client.New(client.Config{URL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	w, err := c.NewWorker(client.WorkerConfig{Queues: []string{"sigterm"}, PollInterval: 50 * time.Millisecond,
+		DrainTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Handle("endless", func(ctx context.Context, j *client.Job) (any, error) {
+		<-ctx.Done()
+		if !errors.Is(context.Cause(ctx), client.ErrShutdown) {
+			t.Errorf("cause %v, want ErrShutdown", context.Cause(ctx))
+		}
+		return nil, ctx.Err()
+	})
+	if err := w.Run(context.Background()); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+}

@@ -1,0 +1,695 @@
+package client
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Handler runs one job. Its ctx is cancelled at the job's execution
+// timeout, when the server no longer holds the job for this worker, and
+// at the end of a drain; context.Cause(ctx) tells which
+// (ErrExecutionTimeout, ErrJobCancelled, ErrShutdown). A nil error acks
+// the job with result (any JSON value, nil for none); an error fails the
+// attempt: a *JobError (Fail, RateLimitedUntil) chooses its type, any
+// other error is reported with type "handler_error", retryable.
+type Handler func(ctx context.Context, job *Job) (result any, err error)
+
+// WorkerConfig configures a Worker. Zero fields take the defaults of the
+// worker protocol (ojs-worker-protocol.md, appendix A).
+type WorkerConfig struct {
+	// Queues are fetched from, first listed first (default ["default"]).
+	Queues []string
+	// Concurrency is the most jobs run at once (default 10).
+	Concurrency int
+	// WorkerID identifies this worker (default: a new UUID).
+	WorkerID string
+	// PollInterval is the pause after a fetch that found nothing, over
+	// HTTP, and after a failed fetch (default 1 s).
+	PollInterval time.Duration
+	// FetchWait is how long, over NATS, an idle worker's fetch waits at
+	// the server for a job (wait_ms; default 5 s).
+	FetchWait time.Duration
+	// HeartbeatInterval is the time between heartbeats (default 5 s).
+	HeartbeatInterval time.Duration
+	// DrainTimeout is how long a drain waits for active jobs before
+	// failing them with error type "shutdown" (default 25 s).
+	DrainTimeout time.Duration
+	// DefaultGracePeriod is the grace period of a job that has an
+	// execution timeout but states no grace period (default 30 s, the
+	// server's default).
+	DefaultGracePeriod time.Duration
+	// VisibilityTimeout, when > 0, is sent with each fetch and heartbeat.
+	VisibilityTimeout time.Duration
+	// MaxAckBatch bounds the acks (and nacks) of one ackbatch request
+	// over NATS (default 500, at most 1000).
+	MaxAckBatch int
+	// OnReported, when set, is called after the server answered the ack
+	// or nack of a job (err: the request's or the item's error).
+	OnReported func(job *Job, acked bool, err error)
+	// Logger receives the worker's warnings (default: the client's).
+	Logger *slog.Logger
+}
+
+// Worker states (ojs-worker-protocol.md 2.1).
+const (
+	StateRunning   = "running"
+	StateQuiet     = "quiet"
+	StateTerminate = "terminate"
+)
+
+// Worker fetches jobs and runs their handlers.
+type Worker struct {
+	c        *Client
+	cfg      WorkerConfig
+	log      *slog.Logger
+	handlers map[string]Handler
+
+	mu      sync.Mutex
+	state   string
+	active  map[string]*task
+	started bool
+
+	slots     chan struct{} // one token per free handler slot
+	quit      chan struct{} // closed when fetching stops for good
+	quitOnce  sync.Once
+	terminate chan struct{} // closed by a server "terminate" directive
+	termOnce  sync.Once
+	reports   chan report   // acks and nacks for the batcher (NATS)
+	repQuit   chan struct{} // closed when the batchers should flush and stop
+	ctx       context.Context
+	cancel    context.CancelFunc
+
+	fetching sync.WaitGroup // the fetch loop
+	loops    sync.WaitGroup // the heartbeat loop
+	batchers sync.WaitGroup
+	running  sync.WaitGroup // handlers
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// task is one active job.
+type task struct {
+	job      *Job
+	cancel   context.CancelCauseFunc
+	misses   int         // heartbeats in a row that did not extend it
+	reported atomic.Bool // its ack or nack went out (or is abandoned)
+}
+
+// report is an ack or nack waiting for the batcher.
+type report struct {
+	job  *Job
+	ack  *Ack
+	nack *Nack
+}
+
+// NewWorker returns a Worker of client c.
+func (c *Client) NewWorker(cfg WorkerConfig) (*Worker, error) {
+	if len(cfg.Queues) == 0 {
+		cfg.Queues = []string{"default"}
+	}
+	cfg.Concurrency = cmp.Or(cfg.Concurrency, 10)
+	if cfg.Concurrency < 1 {
+		return nil, fmt.Errorf("client: worker concurrency %d must be at least 1", cfg.Concurrency)
+	}
+	cfg.WorkerID = cmp.Or(cfg.WorkerID, "worker-"+uuid.NewString())
+	cfg.PollInterval = cmp.Or(cfg.PollInterval, time.Second)
+	cfg.FetchWait = cmp.Or(cfg.FetchWait, 5*time.Second)
+	cfg.HeartbeatInterval = cmp.Or(cfg.HeartbeatInterval, 5*time.Second)
+	cfg.DrainTimeout = cmp.Or(cfg.DrainTimeout, 25*time.Second)
+	cfg.DefaultGracePeriod = cmp.Or(cfg.DefaultGracePeriod, 30*time.Second)
+	cfg.MaxAckBatch = min(cmp.Or(cfg.MaxAckBatch, 500), 1000)
+	log := cmp.Or(cfg.Logger, c.log)
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &Worker{
+		c: c, cfg: cfg, log: log.With("worker", cfg.WorkerID), handlers: map[string]Handler{},
+		state: StateRunning, active: map[string]*task{},
+		slots: make(chan struct{}, cfg.Concurrency), quit: make(chan struct{}), terminate: make(chan struct{}),
+		reports: make(chan report, 2*cfg.Concurrency), repQuit: make(chan struct{}), ctx: ctx, cancel: cancel,
+	}
+	for range cfg.Concurrency {
+		w.slots <- struct{}{}
+	}
+	return w, nil
+}
+
+// ID is the worker's id.
+func (w *Worker) ID() string { return w.cfg.WorkerID }
+
+// Handle registers the handler of a job type; call it before Start.
+func (w *Worker) Handle(jobType string, h Handler) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.handlers[jobType] = h
+}
+
+// Start starts fetching and running jobs until Stop.
+func (w *Worker) Start() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.started {
+		return errors.New("client: worker already started")
+	}
+	select {
+	case <-w.quit:
+		return ErrStopped
+	default:
+	}
+	w.started = true
+	w.fetching.Add(1)
+	w.loops.Add(1)
+	go w.fetchLoop()
+	go w.heartbeatLoop()
+	if w.c.t.nats() {
+		for range 2 {
+			w.batchers.Add(1)
+			go w.batcher()
+		}
+	}
+	return nil
+}
+
+// Run starts the worker and drains it when ctx ends, on SIGTERM or
+// SIGINT, or when the server directs it to terminate; the drain takes up
+// to DrainTimeout.
+func (w *Worker) Run(ctx context.Context) error {
+	if err := w.Start(); err != nil {
+		return err
+	}
+	sctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	select {
+	case <-sctx.Done():
+	case <-w.terminate:
+	}
+	dctx, cancel := context.WithTimeout(context.Background(), w.cfg.DrainTimeout+10*time.Second)
+	defer cancel()
+	return w.Stop(dctx)
+}
+
+// State is the worker's lifecycle state.
+func (w *Worker) State() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.state
+}
+
+// Active returns the ids of the jobs running now.
+func (w *Worker) Active() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ids := make([]string, 0, len(w.active))
+	for id := range w.active {
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// setState moves the worker forward (running < quiet < terminate).
+func (w *Worker) setState(s string) {
+	rank := map[string]int{StateRunning: 0, StateQuiet: 1, StateTerminate: 2}
+	w.mu.Lock()
+	if r, ok := rank[s]; ok && r > rank[w.state] {
+		w.state = s
+	}
+	terminate := w.state == StateTerminate
+	w.mu.Unlock()
+	if terminate {
+		w.quitOnce.Do(func() { close(w.quit) })
+	}
+}
+
+// Stop drains the worker (ojs-worker-protocol.md 7.2): it stops fetching,
+// waits for active jobs up to DrainTimeout (or ctx's deadline, whichever
+// comes first), then cancels the handlers still running with cause
+// ErrShutdown and fails their jobs with error type "shutdown"; it sends
+// the remaining acks, a last heartbeat, and returns once every goroutine
+// of the worker has ended (a handler that ignores its context is waited
+// for until ctx ends). Safe to call twice.
+func (w *Worker) Stop(ctx context.Context) error {
+	w.stopOnce.Do(func() { w.stopErr = w.stop(ctx) })
+	return w.stopErr
+}
+
+func (w *Worker) stop(ctx context.Context) error {
+	w.setState(StateTerminate)
+	w.mu.Lock()
+	started := w.started
+	w.mu.Unlock()
+	defer w.cancel()
+	if !started {
+		return nil
+	}
+	// The drain ends at DrainTimeout, or early enough before ctx's
+	// deadline that cancelled handlers can still return and be reported.
+	drain := w.cfg.DrainTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		left := time.Until(dl)
+		drain = min(drain, left-min(2*time.Second, left/5))
+	}
+	dctx, cancel := context.WithTimeout(ctx, drain)
+	// A fetch under way finishes first: the jobs it claimed run and
+	// drain like the others rather than being lost with its answer.
+	if !waitGroup(dctx, &w.fetching) {
+		w.cancel()
+		w.fetching.Wait()
+	}
+	drained := waitGroup(dctx, &w.running)
+	cancel()
+	if !drained {
+		w.failActive()
+	}
+	handlersDone := waitGroup(ctx, &w.running)
+	close(w.repQuit)
+	w.batchers.Wait()
+	w.cancel() // ends the heartbeat loop's wait and any blocked request
+	w.loops.Wait()
+	w.lastHeartbeat()
+	if !handlersDone {
+		return fmt.Errorf("client: stop: handlers of jobs %v still running: %w", w.Active(), ctx.Err())
+	}
+	return nil
+}
+
+// failActive fails the jobs still running at the end of the drain with
+// error type shutdown and cancels their handlers.
+func (w *Worker) failActive() {
+	w.mu.Lock()
+	tasks := make([]*task, 0, len(w.active))
+	for _, t := range w.active {
+		tasks = append(tasks, t)
+	}
+	w.mu.Unlock()
+	for _, t := range tasks {
+		t.cancel(ErrShutdown)
+		if t.reported.Swap(true) {
+			continue
+		}
+		w.send(report{job: t.job, nack: &Nack{JobID: t.job.ID, Attempt: t.job.Attempt, WorkerID: w.cfg.WorkerID,
+			Error: JobError{Type: "shutdown", Code: "shutdown", Retryable: ptr(true),
+				Message: fmt.Sprintf("worker %s shutting down: the job did not finish within the drain timeout of %s",
+					w.cfg.WorkerID, w.cfg.DrainTimeout)}}})
+	}
+}
+
+// waitGroup waits for wg until ctx ends; it reports whether wg finished.
+func waitGroup(ctx context.Context, wg *sync.WaitGroup) bool {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// fetchLoop claims jobs for the free slots while the worker runs.
+func (w *Worker) fetchLoop() {
+	defer w.fetching.Done()
+	failures := 0
+	idle := false // the last fetch found nothing
+	for {
+		select {
+		case <-w.slots:
+		case <-w.quit:
+			return
+		}
+		k := 1
+	grab:
+		for k < w.cfg.Concurrency {
+			select {
+			case <-w.slots:
+				k++
+			default:
+				break grab
+			}
+		}
+		if w.State() != StateRunning {
+			w.release(k)
+			if !w.pause(w.cfg.PollInterval) {
+				return
+			}
+			continue
+		}
+		req := FetchRequest{Queues: w.cfg.Queues, Count: k, WorkerID: w.cfg.WorkerID, VisibilityTimeout: w.cfg.VisibilityTimeout}
+		if idle && w.c.t.nats() {
+			// Long poll for one job: the server answers as soon as one
+			// is claimed; the next fetch asks for the free slots at once.
+			req.Count, req.Wait = 1, w.cfg.FetchWait
+			w.release(k - 1)
+			k = 1
+		}
+		jobs, err := w.c.Fetch(w.ctx, req)
+		if err != nil {
+			w.release(k)
+			if w.ctx.Err() != nil {
+				return
+			}
+			failures++
+			d := min(w.cfg.PollInterval<<min(failures-1, 5), 30*time.Second)
+			if e, ok := errors.AsType[*Error](err); ok {
+				d = max(d, e.RetryAfter)
+			}
+			w.log.Warn("fetch failed", "error", err, "retry_in", d)
+			if !w.pause(d) {
+				return
+			}
+			continue
+		}
+		failures = 0
+		w.release(k - len(jobs))
+		for _, j := range jobs {
+			w.start(j)
+		}
+		idle = len(jobs) == 0
+		if idle && !w.c.t.nats() && !w.pause(w.cfg.PollInterval) {
+			return
+		}
+	}
+}
+
+// release gives back n slots.
+func (w *Worker) release(n int) {
+	for range max(n, 0) {
+		w.slots <- struct{}{}
+	}
+}
+
+// pause waits d; false when the worker stops fetching meanwhile.
+func (w *Worker) pause(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-w.quit:
+		return false
+	}
+}
+
+// ctxKey carries the job and worker in a handler's context.
+type ctxKey struct{}
+
+type jobCtx struct {
+	job *Job
+	w   *Worker
+}
+
+// JobFromContext returns the job a handler's context runs.
+func JobFromContext(ctx context.Context) (*Job, bool) {
+	jc, ok := ctx.Value(ctxKey{}).(*jobCtx)
+	if !ok {
+		return nil, false
+	}
+	return jc.job, true
+}
+
+// ReportProgress reports the progress of the job a handler's context runs
+// (ojs-progress.md): fraction done in [0, 1] and a message. It also keeps
+// the job from stalling, as a heartbeat does.
+func ReportProgress(ctx context.Context, fraction float64, message string) error {
+	return ReportProgressUpdate(ctx, ProgressUpdate{Progress: &fraction, Message: message})
+}
+
+// ReportProgressUpdate reports a full progress update (data, checkpoint)
+// of the job a handler's context runs.
+func ReportProgressUpdate(ctx context.Context, u ProgressUpdate) error {
+	jc, ok := ctx.Value(ctxKey{}).(*jobCtx)
+	if !ok {
+		return errors.New("client: ReportProgress outside a worker's handler")
+	}
+	return jc.w.c.Progress(ctx, jc.job.ID, u)
+}
+
+// start runs job j on a slot taken for it.
+func (w *Worker) start(j *Job) {
+	ctx, cancel := context.WithCancelCause(context.WithValue(context.Background(), ctxKey{}, &jobCtx{job: j, w: w}))
+	t := &task{job: j, cancel: cancel}
+	w.mu.Lock()
+	w.active[j.ID] = t
+	w.mu.Unlock()
+	w.running.Add(1)
+	go w.run(ctx, t)
+}
+
+// run runs one job's handler and reports its outcome.
+func (w *Worker) run(ctx context.Context, t *task) {
+	j := t.job
+	defer func() {
+		t.cancel(nil)
+		w.mu.Lock()
+		delete(w.active, j.ID)
+		w.mu.Unlock()
+		w.slots <- struct{}{}
+		w.running.Done()
+	}()
+	exec := j.ExecutionTimeout(0)
+	if exec > 0 {
+		// ojs-timeouts.md 7.2: cancel at the timeout, give up at the end
+		// of the grace period.
+		grace := j.GraceOr(w.cfg.DefaultGracePeriod)
+		soft := time.AfterFunc(exec, func() { t.cancel(ErrExecutionTimeout) })
+		hard := time.AfterFunc(exec+grace, func() { w.abandon(t, exec, grace) })
+		defer soft.Stop()
+		defer hard.Stop()
+	}
+	result, err := w.call(ctx, j)
+	if t.reported.Swap(true) {
+		return // reported by the drain or at the end of the grace period
+	}
+	cause := context.Cause(ctx)
+	switch {
+	case err == nil && !errors.Is(cause, ErrJobCancelled):
+		w.send(report{job: j, ack: &Ack{JobID: j.ID, Attempt: j.Attempt, WorkerID: w.cfg.WorkerID, Result: result}})
+	case errors.Is(cause, ErrJobCancelled):
+		// The server holds the job no more: nothing to report.
+	default:
+		w.send(report{job: j, nack: &Nack{JobID: j.ID, Attempt: j.Attempt, WorkerID: w.cfg.WorkerID, Error: jobError(err, cause)}})
+	}
+}
+
+// call runs the handler, turning a panic into an error.
+func (w *Worker) call(ctx context.Context, j *Job) (result any, err error) {
+	w.mu.Lock()
+	h := w.handlers[j.Type]
+	w.mu.Unlock()
+	if h == nil {
+		return nil, &JobError{Type: "handler_not_found", Code: "handler_not_found", Retryable: ptr(true),
+			Message: fmt.Sprintf("worker %s has no handler for job type %q", w.cfg.WorkerID, j.Type)}
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			err = &JobError{Type: "panic", Code: "panic", Retryable: ptr(true), Message: fmt.Sprint(p),
+				Details: map[string]string{"stack": string(debug.Stack())}}
+		}
+	}()
+	return h(ctx, j)
+}
+
+// jobError is the error a failed handler reports.
+func jobError(err error, cause error) JobError {
+	if je, ok := errors.AsType[*JobError](err); ok {
+		return *je
+	}
+	if errors.Is(cause, ErrExecutionTimeout) {
+		return JobError{Type: "timeout", Code: "timeout", Retryable: ptr(true), Message: err.Error()}
+	}
+	return JobError{Type: "handler_error", Code: "handler_error", Retryable: ptr(true), Message: err.Error()}
+}
+
+// abandon fails a job whose handler did not return within its grace
+// period after the execution timeout (ojs-timeouts.md 7.2 step 4); the
+// handler keeps its slot until it returns.
+func (w *Worker) abandon(t *task, exec, grace time.Duration) {
+	if t.reported.Swap(true) {
+		return
+	}
+	w.log.Warn("handler ignored its execution timeout; job failed", "job", t.job.ID, "timeout", exec, "grace", grace)
+	w.send(report{job: t.job, nack: &Nack{JobID: t.job.ID, Attempt: t.job.Attempt, WorkerID: w.cfg.WorkerID,
+		Error: JobError{Type: "timeout", Code: "timeout", Retryable: ptr(true),
+			Message: fmt.Sprintf("handler did not return within its timeout of %s and grace period of %s", exec, grace)}}})
+}
+
+// send reports an outcome: by its own request over HTTP, through the
+// batcher over NATS.
+func (w *Worker) send(r report) {
+	if !w.c.t.nats() {
+		w.reportOne(r)
+		return
+	}
+	select {
+	case w.reports <- r:
+	case <-w.ctx.Done():
+		w.log.Warn("worker stopped before the outcome of a job was sent", "job", r.job.ID)
+	}
+}
+
+func (w *Worker) reportOne(r report) {
+	var err error
+	if r.ack != nil {
+		_, err = w.c.AckJob(w.ctx, *r.ack)
+	} else {
+		_, err = w.c.NackJob(w.ctx, *r.nack)
+	}
+	w.reported(r, err)
+}
+
+func (w *Worker) reported(r report, err error) {
+	if err != nil && !IsStatus(err, 409) {
+		w.log.Warn("job outcome not recorded", "job", r.job.ID, "ack", r.ack != nil, "error", err)
+	}
+	if w.cfg.OnReported != nil {
+		w.cfg.OnReported(r.job, r.ack != nil, err)
+	}
+}
+
+// batcher sends the queued outcomes, as many per request as are waiting
+// (up to MaxAckBatch), until the worker stops.
+func (w *Worker) batcher() {
+	defer w.batchers.Done()
+	for {
+		var first report
+		select {
+		case first = <-w.reports:
+		case <-w.repQuit:
+			for {
+				select {
+				case r := <-w.reports:
+					w.flush([]report{r})
+				default:
+					return
+				}
+			}
+		}
+		batch := []report{first}
+	more:
+		for len(batch) < w.cfg.MaxAckBatch {
+			select {
+			case r := <-w.reports:
+				batch = append(batch, r)
+			default:
+				break more
+			}
+		}
+		w.flush(batch)
+	}
+}
+
+// flush sends one ackbatch and one nackbatch for rs.
+func (w *Worker) flush(rs []report) {
+	var acks []Ack
+	var nacks []Nack
+	var ackR, nackR []report
+	for _, r := range rs {
+		if r.ack != nil {
+			acks, ackR = append(acks, *r.ack), append(ackR, r)
+		} else {
+			nacks, nackR = append(nacks, *r.nack), append(nackR, r)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), w.c.cfg.Timeout)
+	defer cancel()
+	if len(acks) > 0 {
+		res, err := w.c.AckBatch(ctx, acks)
+		w.batchDone(ackR, res, err)
+	}
+	if len(nacks) > 0 {
+		res, err := w.c.NackBatch(ctx, nacks)
+		w.batchDone(nackR, res, err)
+	}
+}
+
+func (w *Worker) batchDone(rs []report, res []Result, err error) {
+	for i, r := range rs {
+		e := err
+		if e == nil && i < len(res) && res[i].Err != nil {
+			e = res[i].Err
+		} else if e == nil && i >= len(res) {
+			e = fmt.Errorf("batch answer has %d results for %d items", len(res), len(rs))
+		}
+		w.reported(r, e)
+	}
+}
+
+// heartbeatLoop beats every HeartbeatInterval until the worker stops.
+func (w *Worker) heartbeatLoop() {
+	defer w.loops.Done()
+	t := time.NewTicker(w.cfg.HeartbeatInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			w.beat(w.ctx)
+		case <-w.ctx.Done():
+			return
+		}
+	}
+}
+
+// beat sends one heartbeat and applies its answer: the directed state,
+// the jobs to cancel at their execution timeout, and the jobs the server
+// no longer holds for this worker (not extended twice in a row: the
+// first miss may be a job whose claim is still being written).
+func (w *Worker) beat(ctx context.Context) {
+	ids := w.Active()
+	hn, _ := os.Hostname()
+	res, err := w.c.Heartbeat(ctx, HeartbeatRequest{WorkerID: w.cfg.WorkerID, State: w.State(), ActiveJobIDs: ids,
+		Queues: w.cfg.Queues, Concurrency: w.cfg.Concurrency, Hostname: hn, PID: os.Getpid()})
+	if err != nil {
+		if ctx.Err() == nil {
+			w.log.Warn("heartbeat failed", "error", err) // 4.6: keep the state, beat again
+		}
+		return
+	}
+	switch res.State {
+	case StateQuiet:
+		w.setState(StateQuiet)
+	case StateTerminate:
+		w.setState(StateTerminate)
+		w.termOnce.Do(func() { close(w.terminate) })
+	}
+	extended := make(map[string]bool, len(res.Extended))
+	for _, id := range res.Extended {
+		extended[id] = true
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, id := range res.Cancel {
+		if t := w.active[id]; t != nil {
+			t.cancel(ErrExecutionTimeout)
+		}
+	}
+	for _, id := range ids {
+		t := w.active[id]
+		if t == nil {
+			continue
+		}
+		if extended[id] {
+			t.misses = 0
+			continue
+		}
+		if t.misses++; t.misses >= 2 {
+			t.cancel(ErrJobCancelled)
+		}
+	}
+}
+
+// lastHeartbeat tells the server the worker terminated with no job.
+func (w *Worker) lastHeartbeat() {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_, _ = w.c.Heartbeat(ctx, HeartbeatRequest{WorkerID: w.cfg.WorkerID, State: StateTerminate,
+		ActiveJobIDs: w.Active(), Queues: w.cfg.Queues, Concurrency: w.cfg.Concurrency})
+}

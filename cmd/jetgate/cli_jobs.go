@@ -1,0 +1,279 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// NATS binding operations (NATSBIND.md: <prefix>.<area>.<op>).
+const (
+	opJobsEnqueue = "jobs.enqueue"
+	opJobsGet     = "jobs.get"
+	opJobsCancel  = "jobs.cancel"
+	opJobsPatch   = "jobs.patch"
+)
+
+func jobsCommand() command {
+	return group("jobs", "Reads and changes jobs of a running jetgate over its NATS API.",
+		jobsGetLeaf(), jobsCancelLeaf(), jobsPatchLeaf(), jobsLsLeaf())
+}
+
+func jobsGetLeaf() *leaf {
+	return &leaf{use: "jobs get ID", nargs: 1,
+		summary: "Shows one job: its type, queue, state, priority, attempts, timestamps and last error.",
+		run: func(ctx context.Context, c *cliCtx, args []string) error {
+			body, err := c.call(ctx, opJobsGet, map[string]any{"id": args[0]})
+			if err != nil {
+				return err
+			}
+			return c.printJob(body)
+		}}
+}
+
+func jobsCancelLeaf() *leaf {
+	return &leaf{use: "jobs cancel ID", nargs: 1,
+		summary: "Cancels a job that has not finished (active jobs too: their worker's ack or nack is then refused).",
+		run: func(ctx context.Context, c *cliCtx, args []string) error {
+			body, err := c.call(ctx, opJobsCancel, map[string]any{"id": args[0]})
+			if err != nil {
+				return err
+			}
+			return c.printJob(body)
+		}}
+}
+
+func jobsPatchLeaf() *leaf {
+	var priority int
+	var set string
+	var patch map[string]any
+	return &leaf{use: "jobs patch ID", nargs: 1,
+		summary: "Changes an available or scheduled job's priority, or its timeouts (PATCH /ojs/v1/jobs/{id}). Give --priority, --set with a JSON object of fields, or both.",
+		flags: func(fs *flag.FlagSet) {
+			fs.IntVar(&priority, "priority", -1, "New priority, 0 (runs first) to 999.")
+			fs.StringVar(&set, "set", "", "JSON object of PATCH fields, such as '{\"timeout\":60}'.")
+		},
+		check: func(args []string) error {
+			patch = map[string]any{}
+			if set != "" {
+				if err := json.Unmarshal([]byte(set), &patch); err != nil {
+					return fmt.Errorf("--set: not a JSON object: %w", err)
+				}
+			}
+			if priority >= 0 {
+				patch["priority"] = priority
+			}
+			if len(patch) == 0 {
+				return fmt.Errorf("jobs patch: nothing to change: give --priority or --set")
+			}
+			patch["id"] = args[0]
+			return nil
+		},
+		run: func(ctx context.Context, c *cliCtx, _ []string) error {
+			body, err := c.call(ctx, opJobsPatch, patch)
+			if err != nil || c.json {
+				return c.done(body, err)
+			}
+			var r map[string]any
+			if err := json.Unmarshal(body, &r); err != nil {
+				return err
+			}
+			if job, ok := r["job"].(map[string]any); ok {
+				return c.fields(jobFields(job))
+			}
+			return c.fields([][2]string{{"ID", str(r["id"])}, {"PRIORITY", str(r["priority"])}, {"PREVIOUS_PRIORITY", str(r["previous_priority"])}})
+		}}
+}
+
+// jobsLsLeaf lists jobs with the admin API's listing over HTTP: the NATS
+// binding has no listing of jobs (NATSBIND.md lists none), so this one
+// command needs --http-url.
+func jobsLsLeaf() *leaf {
+	var queue, state, typ, cursor, httpURL string
+	var limit int
+	return &leaf{use: "jobs ls", nargs: 0, http: true,
+		summary: "Lists jobs, filtered by queue, state and type, one page at a time. It reads the admin API's job listing (GET /ojs/v1/admin/jobs, ADM-003) over HTTP at --http-url: the NATS API has no job listing.",
+		flags: func(fs *flag.FlagSet) {
+			fs.StringVar(&httpURL, "http-url", "http://127.0.0.1:8080", "Base URL of jetgate's HTTP API (env JETGATE_HTTP_URL).")
+			fs.StringVar(&queue, "queue", "", "Only jobs of this queue.")
+			fs.StringVar(&state, "state", "", "Only jobs in this state (available, active, scheduled, retryable, pending, completed, cancelled, discarded).")
+			fs.StringVar(&typ, "type", "", "Only jobs of this type, or of a type prefix ending in *.")
+			fs.IntVar(&limit, "limit", 20, "Jobs per page (at most 100).")
+			fs.StringVar(&cursor, "cursor", "", "Continue after a previous page (its next cursor).")
+		},
+		run: func(ctx context.Context, c *cliCtx, _ []string) error {
+			q := url.Values{"per_page": {strconv.Itoa(limit)}}
+			for k, v := range map[string]string{"queue": queue, "state": state, "type": typ, "cursor": cursor} {
+				if v != "" {
+					q.Set(k, v)
+				}
+			}
+			body, err := c.httpGet(ctx, httpURL, "/ojs/v1/admin/jobs?"+q.Encode())
+			if err != nil || c.json {
+				return c.done(body, err)
+			}
+			var r struct {
+				Items      []map[string]any `json:"items"`
+				Pagination map[string]any   `json:"pagination"`
+			}
+			if err := json.Unmarshal(body, &r); err != nil {
+				return err
+			}
+			rows := make([][]string, 0, len(r.Items))
+			for _, j := range r.Items {
+				rows = append(rows, []string{str(j["id"]), str(j["type"]), str(j["queue"]), str(j["state"]),
+					str(j["priority"]), str(j["attempt"]) + "/" + str(j["max_attempts"]), str(j["created_at"])})
+			}
+			if err := c.table("ID\tTYPE\tQUEUE\tSTATE\tPRIORITY\tATTEMPT\tCREATED", rows); err != nil {
+				return err
+			}
+			if next := str(r.Pagination["next_cursor"]); next != "" && r.Pagination["has_more"] == true {
+				fmt.Fprintf(c.errOut, "more: --cursor %s\n", next)
+			}
+			return nil
+		}}
+}
+
+func enqueueCommand() command {
+	var queue, file, meta string
+	var priority, maxAttempts int
+	var job map[string]any
+	return single(&leaf{use: "enqueue TYPE [ARGS]", nargs: -1,
+		summary: "Enqueues a job of TYPE with ARGS (a JSON array, default []); or, with --file, the whole job envelope from a file (- for stdin), exactly as POST /ojs/v1/jobs takes it.",
+		flags: func(fs *flag.FlagSet) {
+			fs.StringVar(&queue, "queue", "", "Queue (default: the server's, \"default\").")
+			fs.IntVar(&priority, "priority", -1, "Priority, 0 (runs first) to 999 (default: the server's).")
+			fs.IntVar(&maxAttempts, "max-attempts", 0, "Attempts before the job is discarded (default: the server's).")
+			fs.StringVar(&meta, "meta", "", "JSON object of job meta.")
+			fs.StringVar(&file, "file", "", "Read the job envelope (JSON) from this file, - for stdin; TYPE and ARGS are then not given.")
+		},
+		check: func(args []string) (err error) {
+			job, err = jobEnvelope(args, file, queue, meta, priority, maxAttempts, os.Stdin)
+			return err
+		},
+		run: func(ctx context.Context, c *cliCtx, _ []string) error {
+			body, err := c.call(ctx, opJobsEnqueue, job)
+			if err != nil {
+				return err
+			}
+			return c.printJob(body)
+		}}, dialNATS)
+}
+
+// jobEnvelope builds the enqueue body from the arguments and flags.
+func jobEnvelope(args []string, file, queue, meta string, priority, maxAttempts int, stdin io.Reader) (map[string]any, error) {
+	job := map[string]any{}
+	switch {
+	case file != "" && len(args) > 0:
+		return nil, fmt.Errorf("enqueue: give TYPE [ARGS] or --file, not both")
+	case file != "":
+		var data []byte
+		var err error
+		if file == "-" {
+			data, err = io.ReadAll(stdin)
+		} else {
+			data, err = os.ReadFile(file)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("enqueue --file: %w", err)
+		}
+		if err := json.Unmarshal(data, &job); err != nil {
+			return nil, fmt.Errorf("enqueue --file %s: not a JSON object: %w", file, err)
+		}
+	case len(args) == 0 || len(args) > 2:
+		return nil, fmt.Errorf("enqueue takes TYPE and optionally ARGS (a JSON array), got %d arguments", len(args))
+	default:
+		job["type"] = args[0]
+		job["args"] = json.RawMessage("[]")
+		if len(args) == 2 {
+			if !json.Valid([]byte(args[1])) || !strings.HasPrefix(strings.TrimSpace(args[1]), "[") {
+				return nil, fmt.Errorf("enqueue: ARGS must be a JSON array, got %s", args[1])
+			}
+			job["args"] = json.RawMessage(args[1])
+		}
+	}
+	opts, _ := job["options"].(map[string]any)
+	if opts == nil {
+		opts = map[string]any{}
+	}
+	if queue != "" {
+		opts["queue"] = queue
+	}
+	if priority >= 0 {
+		opts["priority"] = priority
+	}
+	if maxAttempts > 0 {
+		opts["retry"] = map[string]any{"max_attempts": maxAttempts}
+	}
+	if len(opts) > 0 {
+		job["options"] = opts
+	}
+	if meta != "" {
+		if !json.Valid([]byte(meta)) {
+			return nil, fmt.Errorf("enqueue --meta: not JSON: %s", meta)
+		}
+		job["meta"] = json.RawMessage(meta)
+	}
+	return job, nil
+}
+
+// printJob prints a {"job":{...}} reply as fields, or as JSON.
+func (c *cliCtx) printJob(body []byte) error {
+	if c.json {
+		return printJSON(c.out, body)
+	}
+	var r struct {
+		Job map[string]any `json:"job"`
+	}
+	if err := json.Unmarshal(body, &r); err != nil || r.Job == nil {
+		return fmt.Errorf("answer without a job: %s", body)
+	}
+	return c.fields(jobFields(r.Job))
+}
+
+func jobFields(j map[string]any) [][2]string {
+	kv := [][2]string{{"ID", str(j["id"])}, {"TYPE", str(j["type"])}, {"QUEUE", str(j["queue"])},
+		{"STATE", str(j["state"])}, {"PRIORITY", str(j["priority"])},
+		{"ATTEMPT", str(j["attempt"]) + "/" + str(j["max_attempts"])}}
+	for _, k := range []string{"args", "previous_state", "created_at", "enqueued_at", "scheduled_at", "started_at", "completed_at", "cancelled_at", "discarded_at", "result"} {
+		if v, ok := j[k]; ok && v != nil {
+			kv = append(kv, [2]string{strings.ToUpper(k), str(v)})
+		}
+	}
+	if e, ok := j["error"].(map[string]any); ok {
+		kv = append(kv, [2]string{"ERROR", strings.TrimSpace(str(e["type"]) + " " + str(e["message"]))})
+	}
+	return kv
+}
+
+// done prints body as JSON when err is nil (the --json path of a leaf).
+func (c *cliCtx) done(body []byte, err error) error {
+	if err != nil {
+		return err
+	}
+	return printJSON(c.out, body)
+}
+
+// str renders a JSON value for a table cell: strings as they are, whole
+// numbers without exponent, objects and arrays as compact JSON, null as "".
+func str(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return x
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	case bool:
+		return strconv.FormatBool(x)
+	default:
+		b, _ := json.Marshal(x)
+		return string(b)
+	}
+}
