@@ -28,6 +28,7 @@ import (
 	"github.com/jetgate/jetgate/admission/workers"
 	"github.com/jetgate/jetgate/admission/workflow"
 	"github.com/jetgate/jetgate/httpbind"
+	"github.com/jetgate/jetgate/httpbind/dashboard"
 	"github.com/jetgate/jetgate/jetstream/embedded"
 	"github.com/jetgate/jetgate/jetstream/events"
 	"github.com/jetgate/jetgate/jetstream/topology"
@@ -69,7 +70,8 @@ type Server struct {
 	metrics *metrics.Metrics
 	httpSrv *http.Server
 	ln      net.Listener
-	certs   *certReloader // nil without --tls-cert
+	certs   *certReloader        // nil without --tls-cert
+	dash    *dashboard.Dashboard // nil with --dashboard=false
 	served  chan error
 
 	stopOnce sync.Once
@@ -222,7 +224,8 @@ func (s *Server) serveHTTP() error {
 		s.log.Info("HTTP access control on", "producer_tokens", n[authz.RoleProducer],
 			"worker_tokens", n[authz.RoleWorker], "admin_tokens", n[authz.RoleAdmin])
 	}
-	h, err := httpbind.New(backend{s.svc, adm, s.workers, s.pools, s.cron, s.flows}, httpbind.Config{
+	b := backend{s.svc, adm, s.workers, s.pools, s.cron, s.flows}
+	h, err := httpbind.New(b, httpbind.Config{
 		Auth:                    keys,
 		MaxBodyBytes:            s.cfg.MaxBodyBytes,
 		MaxFetchCount:           s.cfg.MaxFetchCount,
@@ -235,6 +238,10 @@ func (s *Server) serveHTTP() error {
 		DefaultTimeout:          s.cfg.DefaultTimeout,
 		DefaultGracePeriod:      s.cfg.DefaultGracePeriod,
 	})
+	if err != nil {
+		return err
+	}
+	handler, err := s.mountDashboard(h, b, keys)
 	if err != nil {
 		return err
 	}
@@ -252,10 +259,11 @@ func (s *Server) serveHTTP() error {
 		ln = tls.NewListener(ln, r.tlsConfig())
 	}
 	s.ln = ln
-	s.httpSrv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	s.httpSrv = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	if sc, ok := h.(httpbind.StreamCloser); ok {
 		s.httpSrv.RegisterOnShutdown(sc.CloseStreams)
 	}
+	s.httpSrv.RegisterOnShutdown(s.stopDashboard)
 	go func() { s.served <- s.httpSrv.Serve(ln) }()
 	s.log.Info("jetgate serving", "http", s.URL(), "nats", s.NatsURL(), "version", Version)
 	return nil
@@ -357,6 +365,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 				err = fmt.Errorf("http shutdown: %w", e)
 			}
 		}
+		s.stopDashboard()
 		if s.cron != nil {
 			s.cron.Stop()
 		}
@@ -393,6 +402,7 @@ func (s *Server) kill() {
 	if s.ln != nil {
 		_ = s.httpSrv.Close()
 	}
+	s.stopDashboard()
 	if s.cron != nil {
 		s.cron.Stop()
 	}

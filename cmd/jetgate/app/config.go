@@ -74,6 +74,10 @@ type Config struct {
 	// TLSCert and TLSKey, together, make the HTTP listener serve HTTPS
 	// with this certificate; Server.ReloadTLS (SIGHUP) reads them again.
 	TLSCert, TLSKey string
+	// DisableDashboard turns off the web dashboard (package
+	// httpbind/dashboard) served at "/" (serve --dashboard=false).
+	DisableDashboard bool
+
 	// NatsAuthToken, with the embedded server, is the token its listener
 	// requires of every client; jetgate's own connection sends it.
 	NatsAuthToken string
