@@ -211,8 +211,15 @@
     renderEvents(fresh.map((e) => e.id));
   }
 
+  // The stream is open only while the page is visible: each open page
+  // keeps the server's feeder reading (one snapshot a second for all
+  // pages), so a tab in the background lets it rest.
+  let es = null;
+
   function connect() {
-    const es = new EventSource("/dashboard/stream");
+    if (es) return;
+    es = new EventSource("/dashboard/stream");
+    const me = es;
     es.addEventListener("open", () => setConn("live", "live"));
     es.addEventListener("snapshot", (m) => {
       setConn("live", "live");
@@ -221,7 +228,8 @@
     es.addEventListener("events", (m) => onEvents(JSON.parse(m.data)));
     es.addEventListener("error", () => {
       // EventSource reconnects by itself (retry: 2 s); a 401 or 403 closes it.
-      if (es.readyState === EventSource.CLOSED) {
+      if (me.readyState === EventSource.CLOSED) {
+        if (es === me) es = null;
         setConn("error", "disconnected: reload the page");
       } else {
         setConn("connecting", "reconnecting");
@@ -229,5 +237,16 @@
     });
   }
 
+  function disconnect() {
+    if (!es) return;
+    es.close();
+    es = null;
+    setConn("paused", "paused (tab hidden)");
+  }
+
+  document.addEventListener("visibilitychange", () => {
+    if (document.visibilityState === "hidden") disconnect();
+    else connect();
+  });
   connect();
 })();
