@@ -30,6 +30,17 @@
     return Math.floor(sec / 86400) + "d " + Math.floor((sec % 86400) / 3600) + "h";
   }
 
+  // period turns an ISO 8601 duration ("PT1M", "PT0.5S") into "1m", "0.5s".
+  function period(iso) {
+    const m = /^PT(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?$/.exec(iso || "");
+    if (!m) return iso;
+    const parts = [];
+    if (m[1]) parts.push(m[1] + "h");
+    if (m[2]) parts.push(m[2] + "m");
+    if (m[3]) parts.push(m[3] + "s");
+    return parts.join(" ") || iso;
+  }
+
   function bar(ratio, warnAt, label) {
     const wrap = el("span");
     const b = el("span", "bar");
@@ -155,10 +166,10 @@
       const win = el("td");
       if (k.rate) {
         win.appendChild(bar(k.rate.limit ? k.rate.current_count / k.rate.limit : 0, 0.8,
-          k.rate.current_count + " / " + k.rate.limit + " per " + k.rate.period));
+          k.rate.current_count + " / " + k.rate.limit + " per " + period(k.rate.period)));
       } else win.appendChild(el("span", "muted", "—"));
       tr.appendChild(win);
-      tr.appendChild(el("td", "", k.throttle ? k.throttle.limit + " per " + k.throttle.period : "—"));
+      tr.appendChild(el("td", "", k.throttle ? k.throttle.limit + " per " + period(k.throttle.period) : "—"));
       const w = el("td", "num", fmt.format(k.waiting_count));
       w.dataset.field = "waiting";
       tr.appendChild(w);
