@@ -41,6 +41,11 @@ func TestSnapshotShowsQueuesLimitsLevelsAndEvents(t *testing.T) {
 	for _, p := range []int{1, 1, 5} {
 		ids = append(ids, s.enqueue("bounded", map[string]any{"priority": p}))
 	}
+	// A queue whose only job runs: no level has an available job.
+	s.enqueue("drained", map[string]any{"priority": 4})
+	if s.fetch("drained") == nil {
+		t.Fatal("no job fetched from drained")
+	}
 	// A paused queue with one job.
 	s.enqueue("held", nil)
 	s.must(200, "POST", "/ojs/v1/queues/held/pause", nil)
@@ -78,8 +83,8 @@ func TestSnapshotShowsQueuesLimitsLevelsAndEvents(t *testing.T) {
 	for _, q := range list(snap["queues"]) {
 		names = append(names, obj(q)["name"].(string))
 	}
-	if !slices.Equal(names, []string{"bounded", "held", "limited"}) {
-		t.Fatalf("queues %v, want bounded, held, limited by name", names)
+	if !slices.Equal(names, []string{"bounded", "drained", "held", "limited"}) {
+		t.Fatalf("queues %v, want bounded, drained, held, limited by name", names)
 	}
 	b := queueRow(snap, "bounded")
 	bound := obj(b["bound"])
@@ -92,6 +97,9 @@ func TestSnapshotShowsQueuesLimitsLevelsAndEvents(t *testing.T) {
 	// Priority levels: available jobs per level, lowest first.
 	if got, _ := json.Marshal(b["priorities"]); string(got) != `[{"count":2,"priority":1},{"count":1,"priority":5}]` {
 		t.Fatalf("priority levels %s, want p1: 2, p5: 1", got)
+	}
+	if d := queueRow(snap, "drained"); len(list(d["priorities"])) != 0 || d["depth"] != 0.0 || obj(d["counts"])["active"] != 1.0 {
+		t.Fatalf("drained queue: %v, want depth 0, no level, 1 active", d)
 	}
 	h := queueRow(snap, "held")
 	if h["paused"] != true || h["depth"] != 1.0 || h["bound"] != nil || h["pressure"] != nil {
@@ -111,8 +119,8 @@ func TestSnapshotShowsQueuesLimitsLevelsAndEvents(t *testing.T) {
 
 	// Totals add up the queues and the waiting jobs.
 	tot := obj(snap["totals"])
-	if tot["queues"] != 3.0 || tot["paused_queues"] != 1.0 || obj(tot["jobs"])["available"] != 5.0 ||
-		obj(tot["jobs"])["active"] != 1.0 || tot["waiting"] != 1.0 {
+	if tot["queues"] != 4.0 || tot["paused_queues"] != 1.0 || obj(tot["jobs"])["available"] != 5.0 ||
+		obj(tot["jobs"])["active"] != 2.0 || tot["waiting"] != 1.0 {
 		t.Fatalf("totals %v", tot)
 	}
 	if sv := obj(snap["server"]); sv["status"] != "ok" || sv["version"] != app.Version {

@@ -229,6 +229,9 @@ func (d *Dashboard) readQueue(ctx context.Context, info ojs.QueueInfo) Queue {
 		p := float64(q.Depth) / float64(q.Bound.MaxDepth)
 		q.Pressure = &p
 	}
+	if c[ojs.StateAvailable] == 0 {
+		return q // no available job: every level is empty, skip the read
+	}
 	ps, err := d.b.PriorityStats(ctx, info.Name)
 	if err != nil {
 		q.Error = "priority stats: " + err.Error()
