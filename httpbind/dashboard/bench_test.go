@@ -21,8 +21,14 @@ import (
 //
 //	go test -run '^$' -bench Snapshot -benchtime 50x ./httpbind/dashboard
 func BenchmarkSnapshot(b *testing.B) {
+	for _, c := range []struct{ queues, keys int }{{20, 50}, {20, 0}, {0, 50}} {
+		b.Run(fmt.Sprintf("queues=%d,keys=%d", c.queues, c.keys), func(b *testing.B) { benchSnapshot(b, c.queues, c.keys) })
+	}
+}
+
+func benchSnapshot(b *testing.B, queues, keys int) {
 	s := start(b, app.Config{})
-	for q := range 20 {
+	for q := range queues {
 		name := fmt.Sprintf("queue-%02d", q)
 		if q%2 == 0 {
 			s.must(200, "PUT", "/ojs/v1/admin/queues/"+name+"/config",
@@ -32,7 +38,7 @@ func BenchmarkSnapshot(b *testing.B) {
 			s.enqueue(name, map[string]any{"priority": p})
 		}
 	}
-	for k := range 50 {
+	for k := range keys {
 		s.enqueue("keyed", map[string]any{"rate_limit": map[string]any{
 			"key": fmt.Sprintf("tenant:%02d", k), "concurrency": 2, "rate": map[string]any{"limit": 100, "period": "PT1M"}}})
 		if s.fetch("keyed") == nil {
@@ -40,8 +46,12 @@ func BenchmarkSnapshot(b *testing.B) {
 		}
 	}
 	snap := s.snapshot()
-	if n, k := len(list(snap["queues"])), len(list(snap["rate_limits"])); n != 21 || k != 50 {
-		b.Fatalf("snapshot has %d queues and %d keys, want 21 and 50", n, k)
+	wantQueues := queues
+	if keys > 0 {
+		wantQueues++ // queue keyed
+	}
+	if n, k := len(list(snap["queues"])), len(list(snap["rate_limits"])); n != wantQueues || k != keys {
+		b.Fatalf("snapshot has %d queues and %d keys, want %d and %d", n, k, wantQueues, keys)
 	}
 	// The idle process's CPU (admission's timers, NATS housekeeping) over
 	// one second, subtracted below.
