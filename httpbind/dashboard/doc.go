@@ -23,7 +23,9 @@
 // shows them: available + scheduled + retryable + pending (+ active with
 // count_active), ojs-backpressure.md 3's count. The bound itself is
 // enforced on admission's depth units, which can differ from the counters
-// for the moment a job is between the two; the dashboard shows the
-// counters because reading the units (QueueStats) opens a consumer per
-// queue, too dear to do every second.
+// for the moment a job is between the two. The dashboard shows the
+// counters because the operation that reads the units, QueueStats (GET
+// /ojs/v1/queues/{name}/stats), also reads the queue's last hour of
+// samples through an ordered consumer: a consumer per queue every second
+// is too dear for a page that may stay open all day.
 package dashboard
