@@ -114,10 +114,11 @@ func (d *Dashboard) unauthorized(w http.ResponseWriter, r *http.Request, wrong b
 		`<button type="submit">Open</button></form></main></body></html>`))
 }
 
-// writeError writes the OJS error envelope (the HTTP binding's shape).
+// writeError writes the OJS error envelope (the HTTP binding's shape); a
+// 5xx is retryable.
 func writeError(w http.ResponseWriter, status int, code, msg string) {
 	b, _ := json.Marshal(map[string]any{"error": map[string]any{
-		"code": code, "message": msg, "retryable": false, "details": map[string]any{},
+		"code": code, "message": msg, "retryable": status >= 500, "details": map[string]any{},
 	}})
 	w.Header().Set("Content-Type", "application/openjobspec+json")
 	w.WriteHeader(status)

@@ -165,12 +165,17 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Referrer-Policy", "no-referrer")
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		h.Set("Allow", "GET, HEAD")
-		writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", "the dashboard serves GET and HEAD only")
+		writeError(w, http.StatusMethodNotAllowed, ojs.CodeInvalidRequest,
+			"method "+r.Method+" is not allowed on "+r.URL.Path+" (allowed: GET, HEAD)")
 		return
 	}
 	if strings.HasPrefix(r.URL.Path, assetsPath) {
 		// Open: the page's script and style are the repository's source,
-		// and the sign-in form needs the style.
+		// and the sign-in form needs the style. Files only, no listing.
+		if strings.HasSuffix(r.URL.Path, "/") {
+			writeError(w, http.StatusNotFound, ojs.CodeNotFound, "no dashboard resource at "+r.URL.Path)
+			return
+		}
 		h.Set("Cache-Control", "no-cache")
 		d.files.ServeHTTP(w, r)
 		return
@@ -186,7 +191,7 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case p == StreamPath:
 		d.stream(w, r)
 	default:
-		writeError(w, http.StatusNotFound, "not_found", "no dashboard resource at "+p)
+		writeError(w, http.StatusNotFound, ojs.CodeNotFound, "no dashboard resource at "+p)
 	}
 }
 
@@ -212,7 +217,7 @@ func (d *Dashboard) snapshot(w http.ResponseWriter, r *http.Request) {
 	b, err := d.Snapshot(ctx).MarshalJSON()
 	if err != nil {
 		d.log.Error("encode dashboard snapshot", "error", err)
-		writeError(w, http.StatusInternalServerError, "backend_error", "the snapshot could not be encoded")
+		writeError(w, http.StatusInternalServerError, ojs.CodeBackendError, "the snapshot could not be encoded")
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

@@ -336,8 +336,10 @@ func TestAdminTokenGuardsDashboard(t *testing.T) {
 	}
 	// Unknown dashboard path and a POST.
 	s.token = admin
-	if status, _, _ := s.call("GET", "/dashboard/nope", nil); status != 404 {
-		t.Fatalf("unknown dashboard path: %d", status)
+	for _, p := range []string{"/dashboard/nope", "/dashboard/assets/"} {
+		if status, _, raw := s.call("GET", p, nil); status != 404 || !strings.Contains(string(raw), `"code":"not_found"`) {
+			t.Fatalf("GET %s: %d %s, want 404 not_found", p, status, raw)
+		}
 	}
 	if status, h, _ := s.call("POST", "/dashboard/snapshot", nil); status != 405 || h.Get("Allow") != "GET, HEAD" {
 		t.Fatalf("POST snapshot: %d Allow %q", status, h.Get("Allow"))

@@ -218,7 +218,7 @@ func (d *Dashboard) stream(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		h.Del("Content-Type")
 		h.Set("Retry-After", "1")
-		writeError(w, http.StatusServiceUnavailable, "unavailable", "the server is shutting down")
+		writeError(w, http.StatusServiceUnavailable, ojs.CodeBackendError, "the server is shutting down")
 		return
 	}
 	defer d.hub.unsubscribe(sub)
