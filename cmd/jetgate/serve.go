@@ -44,6 +44,7 @@ type flagGroup struct {
 var serveGroups = []flagGroup{
 	{"Server", [][2]string{
 		{"http-addr", "HOST:PORT"}, {"tls-cert", "FILE"}, {"tls-key", "FILE"}, {"data-dir", "DIR"}, {"nats-addr", "HOST:PORT"}, {"nats-auth-token", "TOKEN"}, {"instance-name", "NAME"},
+		{"dashboard", ""},
 	}},
 	{"Access control (HTTP bearer tokens; none configured: off)", [][2]string{
 		{"auth-tokens-file", "FILE"}, {"producer-token", "TOKEN"}, {"worker-token", "TOKEN"}, {"admin-token", "TOKEN"},
@@ -88,6 +89,7 @@ func newServeFlags(cfg *app.Config) *flag.FlagSet {
 	fs.StringVar(&cfg.NatsAddr, "nats-addr", "127.0.0.1:4222", "Address the embedded NATS server listens on, so the nats CLI and other NATS clients can reach it. Unused with --nats-url.")
 	fs.StringVar(&cfg.NatsAuthToken, "nats-auth-token", "", "Token the embedded NATS server requires of every client (jetgate's own connection sends it). Unused with --nats-url. Prefer the environment variable.")
 	fs.StringVar(&cfg.InstanceName, "instance-name", "", "Name of this jetgate process in events and metrics (default: the host name).")
+	fs.Var((*notBool)(&cfg.DisableDashboard), "dashboard", "Serve the live web dashboard at / (admin token needed when tokens are configured; docs/dashboard.md). --dashboard=false turns it off.")
 
 	fs.StringVar(&cfg.AuthTokensFile, "auth-tokens-file", "", "File of HTTP bearer tokens, one \"role token\" line each (role: producer, worker or admin; # starts a comment). Merged with the token flags. No token at all: access control off.")
 	fs.Var((*tokenList)(&cfg.ProducerTokens), "producer-token", "Bearer token of the producer role (enqueue, read and cancel jobs). Repeatable or comma-separated. Prefer the file or the environment variable: flags show up in process lists.")
@@ -300,7 +302,8 @@ func (l *tokenList) Set(v string) error {
 }
 
 // notBool is a boolean flag stored inverted, so that a Config field whose
-// zero value means "on" backs a flag whose default is true.
+// zero value means "on" (DisableDashboard, NoNatsAPI) backs a flag whose
+// default is true.
 type notBool bool
 
 func (b *notBool) String() string {

@@ -30,6 +30,7 @@ import (
 	"github.com/jetgate/jetgate/admission/workers"
 	"github.com/jetgate/jetgate/admission/workflow"
 	"github.com/jetgate/jetgate/httpbind"
+	"github.com/jetgate/jetgate/httpbind/dashboard"
 	"github.com/jetgate/jetgate/jetstream/embedded"
 	"github.com/jetgate/jetgate/jetstream/events"
 	"github.com/jetgate/jetgate/jetstream/topology"
@@ -75,8 +76,9 @@ type Server struct {
 	stopTracer func(context.Context) error
 	httpSrv    *http.Server
 	ln         net.Listener
-	certs      *certReloader     // nil without --tls-cert
-	natsAPI    *natsbind.Service // nil with NoNatsAPI
+	certs      *certReloader        // nil without --tls-cert
+	natsAPI    *natsbind.Service    // nil with NoNatsAPI
+	dash       *dashboard.Dashboard // nil with --dashboard=false
 	served     chan error
 
 	stopOnce sync.Once
@@ -255,6 +257,10 @@ func (s *Server) serveHTTP() error {
 	if err != nil {
 		return err
 	}
+	handler, err := s.mountDashboard(h, b, keys)
+	if err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", s.cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", s.cfg.HTTPAddr, err)
@@ -269,10 +275,11 @@ func (s *Server) serveHTTP() error {
 		ln = tls.NewListener(ln, r.tlsConfig())
 	}
 	s.ln = ln
-	s.httpSrv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	s.httpSrv = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	if sc, ok := h.(httpbind.StreamCloser); ok {
 		s.httpSrv.RegisterOnShutdown(sc.CloseStreams)
 	}
+	s.httpSrv.RegisterOnShutdown(s.stopDashboard)
 	go func() { s.served <- s.httpSrv.Serve(ln) }()
 	s.log.Info("jetgate serving", "http", s.URL(), "nats", s.NatsURL(), "version", Version)
 	return nil
@@ -375,6 +382,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 				err = fmt.Errorf("http shutdown: %w", e)
 			}
 		}
+		s.stopDashboard()
 		if s.cron != nil {
 			s.cron.Stop()
 		}
@@ -415,6 +423,7 @@ func (s *Server) kill() {
 	if s.ln != nil {
 		_ = s.httpSrv.Close()
 	}
+	s.stopDashboard()
 	if s.cron != nil {
 		s.cron.Stop()
 	}

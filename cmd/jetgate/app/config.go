@@ -82,6 +82,10 @@ type Config struct {
 	// NatsAPIPrefix (default "ojs.v1"). It uses the same bearer tokens.
 	NoNatsAPI     bool
 	NatsAPIPrefix string
+	// DisableDashboard turns off the web dashboard (package
+	// httpbind/dashboard) served at "/" (serve --dashboard=false).
+	DisableDashboard bool
+
 	// NatsAuthToken, with the embedded server, is the token its listener
 	// requires of every client; jetgate's own connection sends it.
 	NatsAuthToken string
