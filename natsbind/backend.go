@@ -65,10 +65,23 @@ type RateLimitBackend interface {
 	RateLimits(ctx context.Context, page ojs.PageRequest) (*ojs.RateLimitPage, error)
 	SetRateLimitOverride(ctx context.Context, key string, ov ojs.RateLimitOverride) (*ojs.RateLimitStatus, error)
 	ResetRateLimit(ctx context.Context, key string) (*ojs.RateLimitStatus, error)
+	QueueRateLimit(ctx context.Context, queue string) (*ojs.RateLimitStatus, error)
+	SetQueueRateLimit(ctx context.Context, queue string, l *ojs.Limits) (*ojs.QueueInfo, error)
 }
 
 // BackpressureBackend serves queues.config (ojs-backpressure.md 6.2).
 type BackpressureBackend interface {
 	QueueConfig(ctx context.Context, name string) (*ojs.QueueConfig, error)
 	SetQueueBackpressure(ctx context.Context, name string, bp *ojs.Backpressure) (*ojs.QueueConfig, error)
+}
+
+// AdminBackend serves the operator API's endpoints (ojs-admin-api.md):
+// listings, counts and bulk operations.
+type AdminBackend interface {
+	AdminStats(ctx context.Context) (*ojs.AdminStats, error)
+	AdminQueues(ctx context.Context, page, perPage int) (*ojs.AdminQueueList, error)
+	AdminQueue(ctx context.Context, name string) (*ojs.AdminQueue, error)
+	AdminJobs(ctx context.Context, q ojs.JobListQuery) (*ojs.JobList, error)
+	BulkJobs(ctx context.Context, req ojs.BulkRequest) (*ojs.BulkResult, error)
+	DeadLetterStats(ctx context.Context) (*ojs.DeadLetterStats, error)
 }

@@ -101,6 +101,9 @@ func (s *Service) endpoints() []endpoint {
 	if rb, ok := s.b.(RateLimitBackend); ok {
 		eps = append(eps, s.rateLimitEndpoints(rb)...)
 	}
+	if ab, ok := s.b.(AdminBackend); ok {
+		eps = append(eps, s.adminEndpoints(ab)...)
+	}
 	return eps
 }
 
