@@ -104,6 +104,7 @@ func (s *Service) endpoints() []endpoint {
 	if ab, ok := s.b.(AdminBackend); ok {
 		eps = append(eps, s.adminEndpoints(ab)...)
 	}
+	eps = append(eps, s.extensionEndpoints()...)
 	return eps
 }
 
