@@ -157,6 +157,13 @@ func (s *Service) Stop() {
 	})
 }
 
+// Kill stops at once, as a crash would: the requests in flight have
+// their contexts cancelled (they answer 503 if they can), then Stop.
+func (s *Service) Kill() {
+	s.cancel()
+	s.Stop()
+}
+
 // Subject is the full subject of an endpoint's "<area>.<op>".
 func (s *Service) Subject(op string) string { return s.cfg.Prefix + "." + op }
 
