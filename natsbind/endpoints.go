@@ -134,7 +134,7 @@ func (s *Service) enqueue(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx, rep, err := wire.EnqueueContext(c.ctx, c.hdr.Get(wire.HeaderBlockTimeout))
+	ctx, rep, err := wire.EnqueueContext(c.ctx, header(c.hdr, wire.HeaderBlockTimeout))
 	if err != nil {
 		return nil, err
 	}
@@ -156,7 +156,7 @@ func (s *Service) enqueueBatch(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx, rep, err := wire.EnqueueContext(c.ctx, c.hdr.Get(wire.HeaderBlockTimeout))
+	ctx, rep, err := wire.EnqueueContext(c.ctx, header(c.hdr, wire.HeaderBlockTimeout))
 	if err != nil {
 		return nil, err
 	}

@@ -288,7 +288,7 @@ func (s *Service) authorize(ep endpoint, c *call) error {
 	if s.cfg.Auth == nil || ep.op == authz.OpOpen {
 		return nil
 	}
-	role := s.cfg.Auth.Role(bearerToken(c.hdr.Get(HeaderAuthorization)))
+	role := s.cfg.Auth.Role(bearerToken(header(c.hdr, HeaderAuthorization)))
 	if role == authz.RoleNone {
 		return wire.ErrUnauthorized()
 	}
@@ -393,7 +393,7 @@ func (s *Service) count(ep endpoint, d time.Duration, code string) {
 // (ojs-http-binding.md 19.2: 1..128 visible ASCII), else a new
 // "req_<UUIDv7>".
 func requestID(h nats.Header) string {
-	if id := h.Get(HeaderRequestID); id != "" && len(id) <= maxRequestIDLen {
+	if id := header(h, HeaderRequestID); id != "" && len(id) <= maxRequestIDLen {
 		ok := true
 		for i := range len(id) {
 			if id[i] < 0x21 || id[i] > 0x7e {
@@ -424,4 +424,19 @@ func headerName(k string) string {
 		return "WWW-Authenticate"
 	}
 	return k
+}
+
+// header reads a request header whatever the case of its name: NATS
+// headers are case-sensitive, but HTTP's are not, and clients write
+// "authorization" as readily as "Authorization".
+func header(h nats.Header, name string) string {
+	if v := h.Get(name); v != "" {
+		return v
+	}
+	for k, vs := range h {
+		if len(vs) > 0 && strings.EqualFold(k, name) {
+			return vs[0]
+		}
+	}
+	return ""
 }
