@@ -92,6 +92,9 @@ func New(nc *nats.Conn, b Backend, cfg Config) (*Service, error) {
 
 // Start registers the micro service and its endpoints on the connection.
 func (s *Service) Start(ctx context.Context) error {
+	if s.svc != nil {
+		return errors.New("natsbind: already started")
+	}
 	svc, err := micro.AddService(s.nc, micro.Config{
 		Name:        ServiceName,
 		Version:     serviceVersion(s.cfg.Version),
