@@ -435,7 +435,8 @@ func ReportProgressUpdate(ctx context.Context, u ProgressUpdate) error {
 
 // start runs job j on a slot taken for it.
 func (w *Worker) start(j *Job) {
-	ctx, cancel := context.WithCancelCause(context.WithValue(context.Background(), ctxKey{}, &jobCtx{job: j, w: w}))
+	base := jobTrace(context.WithValue(context.Background(), ctxKey{}, &jobCtx{job: j, w: w}), j)
+	ctx, cancel := context.WithCancelCause(base)
 	t := &task{job: j, cancel: cancel}
 	w.mu.Lock()
 	w.active[j.ID] = t
@@ -538,10 +539,11 @@ func (w *Worker) send(r report) {
 
 func (w *Worker) reportOne(r report) {
 	var err error
+	ctx := jobTrace(w.ctx, r.job) // the ack continues the job's trace
 	if r.ack != nil {
-		_, err = w.c.AckJob(w.ctx, *r.ack)
+		_, err = w.c.AckJob(ctx, *r.ack)
 	} else {
-		_, err = w.c.NackJob(w.ctx, *r.nack)
+		_, err = w.c.NackJob(ctx, *r.nack)
 	}
 	w.reported(r, err)
 }
