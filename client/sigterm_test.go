@@ -26,7 +26,9 @@ func TestWorkerDrainsOnSIGTERM(t *testing.T) {
 	t.Parallel()
 	e := setup(t, "http", app.Config{}, client.Config{})
 	ctx := ctxT(t)
-	j, err := e.c.Enqueue(ctx, "endless", nil, client.Queue("sigterm"))
+	// The retry waits an hour, so the job stays retryable to be seen.
+	j, err := e.c.Enqueue(ctx, "endless", nil, client.Queue("sigterm"),
+		client.Retry(client.RetryPolicy{MaxAttempts: 3, InitialInterval: time.Hour, MaxInterval: time.Hour}))
 	if err != nil {
 		t.Fatal(err)
 	}

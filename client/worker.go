@@ -39,7 +39,8 @@ type WorkerConfig struct {
 	// HTTP, and after a failed fetch (default 1 s).
 	PollInterval time.Duration
 	// FetchWait is how long, over NATS, an idle worker's fetch waits at
-	// the server for a job (wait_ms; default 5 s).
+	// the server for a job (wait_ms; default 2 s). Stop waits for a fetch
+	// under way, so this also bounds how long an idle worker takes to stop.
 	FetchWait time.Duration
 	// HeartbeatInterval is the time between heartbeats (default 5 s).
 	HeartbeatInterval time.Duration
@@ -125,7 +126,7 @@ func (c *Client) NewWorker(cfg WorkerConfig) (*Worker, error) {
 	}
 	cfg.WorkerID = cmp.Or(cfg.WorkerID, "worker-"+uuid.NewString())
 	cfg.PollInterval = cmp.Or(cfg.PollInterval, time.Second)
-	cfg.FetchWait = cmp.Or(cfg.FetchWait, 5*time.Second)
+	cfg.FetchWait = cmp.Or(cfg.FetchWait, 2*time.Second)
 	cfg.HeartbeatInterval = cmp.Or(cfg.HeartbeatInterval, 5*time.Second)
 	cfg.DrainTimeout = cmp.Or(cfg.DrainTimeout, 25*time.Second)
 	cfg.DefaultGracePeriod = cmp.Or(cfg.DefaultGracePeriod, 30*time.Second)

@@ -363,7 +363,8 @@ func TestWorkerDrainsOnStop(t *testing.T) {
 			t.Fatal(err)
 		}
 		quick, _ := e.c.Enqueue(ctx, "quick", nil, client.Queue("drain"))
-		endless, err := e.c.Enqueue(ctx, "endless", nil, client.Queue("drain"))
+		endless, err := e.c.Enqueue(ctx, "endless", nil, client.Queue("drain"),
+			client.Retry(client.RetryPolicy{MaxAttempts: 3, InitialInterval: time.Hour, MaxInterval: time.Hour})) // stays retryable
 		if err != nil {
 			t.Fatal(err)
 		}
