@@ -7,16 +7,19 @@
 //   - the route table of the core binding (see routes in server.go), and
 //     the process probes GET /health (liveness) and GET /ready (readiness,
 //     system.go);
-//   - the wire shapes: request decoding (strict about types, lenient about
-//     unknown fields) and response rendering (jobs through ojs.Job.Public,
-//     timestamps as ojs.Time);
+//   - the HTTP side of the wire shapes: taking values from the path, query
+//     and headers, and writing statuses and headers. The request decoders
+//     and validators (strict about types, lenient about unknown fields), the
+//     success bodies and the error mapping live in admission/ojs/wire,
+//     shared with the NATS binding (natsbind) so that both answer alike;
+//     httpbind calls them (wire.go gives them short local names);
 //   - the headers every response carries (Content-Type
 //     application/openjobspec+json on JSON bodies, OJS-Version, X-Request-Id),
 //     the request Content-Type and OJS-Version checks, body size limits and
 //     panic recovery;
-//   - the single mapping from domain errors to HTTP status, OJS error code and
-//     envelope (writeError in errors.go), including the 429 hook
-//     (RateLimitedError).
+//   - writing the single mapping from domain errors to HTTP status, OJS
+//     error code and envelope (wire.Classify, written by writeError in
+//     errors.go), including the 429 hook (RateLimitedError).
 //
 // It must never:
 //   - touch NATS or JetStream, or keep any state of its own between requests

@@ -32,4 +32,5 @@ func (s *server) events(w http.ResponseWriter, r *http.Request) {
 }
 
 var parseEventQuery = wire.ParseEventQuery
+
 const eventsMaxLimit = wire.EventsMaxLimit

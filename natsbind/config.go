@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"strings"
 	"time"
 
@@ -96,4 +97,19 @@ func ValidPrefix(p string) error {
 		}
 	}
 	return nil
+}
+
+// semver is the version pattern micro accepts (semver.org 2.0.0).
+var semver = regexp.MustCompile(`^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$`)
+
+// serviceVersion is the version micro reports: jetgate's, without a
+// leading "v" ("v1.2.3" is 1.2.3). A version that is still not a semantic
+// version (a commit hash, "dev") is reported as 0.0.0-unknown, the real
+// one in the service metadata "jetgate_version", rather than failing to
+// serve.
+func serviceVersion(v string) string {
+	if t := strings.TrimPrefix(v, "v"); semver.MatchString(t) {
+		return t
+	}
+	return "0.0.0-unknown"
 }

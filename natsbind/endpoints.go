@@ -143,7 +143,7 @@ func (s *Service) enqueue(c *call) (any, error) {
 		return nil, wire.InEnvelope(err)
 	}
 	pressure(c, rep)
-	return wire.JobReply{Job: job.Public()}, nil
+	return jobReply(job.Public())
 }
 
 // enqueueBatch is PUSH (batch): {"jobs": [...]}, all or nothing.
@@ -175,7 +175,7 @@ func pressure(c *call, rep *ojs.PressureReport) {
 		h := map[string][]string{}
 		wire.SetPressureHeaders(h, p)
 		for k, v := range h {
-			c.out[k] = v
+			c.out[headerName(k)] = v
 		}
 	}
 }

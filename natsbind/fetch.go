@@ -52,7 +52,10 @@ func (s *Service) fetchWait(c *call, req ojs.FetchRequest, wait time.Duration) (
 	}
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
-	backoff := pollFirst
+	backoff := time.Duration(0) // a poll that found jobs is followed at once
+	if len(jobs) == 0 {
+		backoff = pollFirst
+	}
 	poll := time.NewTimer(backoff)
 	defer poll.Stop()
 	for {
@@ -77,9 +80,12 @@ func (s *Service) fetchWait(c *call, req ojs.FetchRequest, wait time.Duration) (
 		if len(jobs) >= want {
 			return jobs, nil
 		}
-		if len(more) > 0 {
+		switch {
+		case len(more) > 0:
+			backoff = 0
+		case backoff == 0:
 			backoff = pollFirst
-		} else {
+		default:
 			backoff = min(backoff*2, pollMax)
 		}
 		poll.Reset(backoff)
@@ -103,4 +109,14 @@ func jobsReply(key string, list []*ojs.Job) (json.RawMessage, error) {
 		}
 	}
 	return append(b, ']', '}'), nil
+}
+
+// jobReply encodes {"job": job} the same way, for the hot enqueue reply.
+func jobReply(job *ojs.Job) (json.RawMessage, error) {
+	b := append(make([]byte, 0, 1024), `{"job":`...)
+	b, err := job.AppendJSON(b)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '}'), nil
 }

@@ -42,10 +42,21 @@ func setup(t *testing.T, cfg app.Config) *fixture {
 	cfg.DataDir = t.TempDir()
 	cfg.HTTPAddr = "127.0.0.1:0"
 	cfg.NatsAddr = "127.0.0.1:0"
+	lw := &testLog{t: t}
+	t.Cleanup(func() {
+		lw.mu.Lock()
+		lw.done = true
+		lw.mu.Unlock()
+	})
+	return setupLogged(t, cfg, slog.New(slog.NewTextHandler(lw, &slog.HandlerOptions{Level: slog.LevelError})))
+}
+
+// setupLogged starts jetgate with cfg as given, logging to log.
+func setupLogged(t *testing.T, cfg app.Config, log *slog.Logger) *fixture {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	lw := &testLog{t: t}
-	s, err := app.Start(ctx, cfg, slog.New(slog.NewTextHandler(lw, &slog.HandlerOptions{Level: slog.LevelError})))
+	s, err := app.Start(ctx, cfg, log)
 	if err != nil {
 		t.Fatalf("start jetgate: %v", err)
 	}
@@ -58,11 +69,6 @@ func setup(t *testing.T, cfg app.Config) *fixture {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		_ = s.Shutdown(ctx)
-	})
-	t.Cleanup(func() {
-		lw.mu.Lock()
-		lw.done = true
-		lw.mu.Unlock()
 	})
 	return &fixture{t: t, srv: s, nc: nc, base: s.URL()}
 }

@@ -56,8 +56,9 @@ type Service struct {
 	sem      chan struct{} // bounds requests in flight
 	wg       sync.WaitGroup
 
-	mu    sync.Mutex
-	stats map[string]*endpointStats
+	mu     sync.Mutex
+	closed bool // set by Stop: no request starts after
+	stats  map[string]*endpointStats
 
 	stopOnce sync.Once
 }
@@ -90,12 +91,12 @@ func New(nc *nats.Conn, b Backend, cfg Config) (*Service, error) {
 }
 
 // Start registers the micro service and its endpoints on the connection.
-func (s *Service) Start(context.Context) error {
+func (s *Service) Start(ctx context.Context) error {
 	svc, err := micro.AddService(s.nc, micro.Config{
 		Name:        ServiceName,
-		Version:     s.cfg.Version,
+		Version:     serviceVersion(s.cfg.Version),
 		Description: "Open Job Spec operations of jetgate (same bodies and error envelopes as the HTTP binding)",
-		Metadata:    map[string]string{"prefix": s.cfg.Prefix, "ojs_version": ProtocolVersion},
+		Metadata:    map[string]string{"prefix": s.cfg.Prefix, "ojs_version": ProtocolVersion, "jetgate_version": s.cfg.Version},
 		QueueGroup:  s.cfg.QueueGroup,
 		StatsHandler: func(e *micro.Endpoint) any {
 			s.mu.Lock()
@@ -119,6 +120,19 @@ func (s *Service) Start(context.Context) error {
 		}
 	}
 	s.svc = svc
+	// The subscriptions are sent to the server asynchronously: flush, so
+	// that once Start returns a request finds its responder (no "no
+	// responders" right after jetgate reports ready).
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+	}
+	if err := s.nc.FlushWithContext(ctx); err != nil {
+		_ = svc.Stop()
+		s.svc = nil
+		return fmt.Errorf("natsbind: flush subscriptions: %w", err)
+	}
 	s.log.Info("NATS API serving", "service", ServiceName, "prefix", s.cfg.Prefix,
 		"endpoints", len(s.eps), "access_control", s.cfg.Auth != nil)
 	return nil
@@ -134,6 +148,9 @@ func (s *Service) Stop() {
 				s.log.Warn("stop NATS API", "error", err)
 			}
 		}
+		s.mu.Lock()
+		s.closed = true
+		s.mu.Unlock()
 		close(s.stopping)
 		s.wg.Wait()
 		s.cancel()
@@ -157,18 +174,34 @@ func (s *Service) Subjects() []string {
 // most MaxInFlight at once: beyond that the subscription buffers.
 func (s *Service) dispatch(ep endpoint) micro.Handler {
 	return micro.HandlerFunc(func(req micro.Request) {
+		msg := &nats.Msg{Subject: req.Subject(), Reply: req.Reply(), Data: req.Data(), Header: nats.Header(req.Headers())}
 		select {
 		case s.sem <- struct{}{}:
 		case <-s.stopping:
+			s.refuse(ep, msg)
+			return
+		}
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			<-s.sem
+			s.refuse(ep, msg)
 			return
 		}
 		s.wg.Add(1)
-		msg := &nats.Msg{Subject: req.Subject(), Reply: req.Reply(), Data: req.Data(), Header: nats.Header(req.Headers())}
+		s.mu.Unlock()
 		go func() {
 			defer func() { <-s.sem; s.wg.Done() }()
 			s.serve(ep, msg)
 		}()
 	})
+}
+
+// refuse answers a request that arrived while the service stops: 503,
+// retryable, so the client sends it again to another jetgate process.
+func (s *Service) refuse(ep endpoint, msg *nats.Msg) {
+	c := &call{hdr: msg.Header, out: nats.Header{}, requestID: requestID(msg.Header)}
+	s.replyError(ep, msg, c, ojs.ErrShuttingDown)
 }
 
 // call is one request as a handler sees it.
@@ -210,12 +243,13 @@ func (s *Service) serve(ep endpoint, msg *nats.Msg) {
 	defer cancel()
 	c.ctx = ctx
 	v, err := s.run(ep, c)
+	var code string
 	if err != nil {
-		s.replyError(ep, msg, c, err)
+		code = s.replyError(ep, msg, c, err)
 	} else {
-		s.reply(ep, msg, c, v)
+		code = s.reply(ep, msg, c, v)
 	}
-	s.count(ep, time.Since(start), err)
+	s.count(ep, time.Since(start), code)
 }
 
 // run checks access and size, then calls the handler; a panic answers 500.
@@ -268,7 +302,8 @@ func bearerToken(v string) string {
 }
 
 // reply sends a success body: v encoded as JSON (raw bytes as they are).
-func (s *Service) reply(ep endpoint, msg *nats.Msg, c *call, v any) {
+// It returns the error code sent instead, if any.
+func (s *Service) reply(ep endpoint, msg *nats.Msg, c *call, v any) string {
 	var b []byte
 	switch x := v.(type) {
 	case json.RawMessage:
@@ -277,15 +312,15 @@ func (s *Service) reply(ep endpoint, msg *nats.Msg, c *call, v any) {
 		c.out.Set(micro.ErrorCodeHeader, strconv.Itoa(x.status))
 		c.out.Set(micro.ErrorHeader, x.code)
 		s.reply(ep, msg, c, x.body)
-		return
+		return x.code
 	default:
 		var err error
 		if b, err = json.Marshal(v); err != nil {
-			s.replyError(ep, msg, c, fmt.Errorf("encode reply: %w", err))
-			return
+			return s.replyError(ep, msg, c, fmt.Errorf("encode reply: %w", err))
 		}
 	}
 	s.send(msg, c, b)
+	return ""
 }
 
 // statusBody is a reply whose body is not an error envelope but whose
@@ -300,13 +335,14 @@ type statusBody struct {
 // Nats-Service-Error-Code is the HTTP status, Nats-Service-Error the OJS
 // error code; the headers HTTP would send (Retry-After, the pressure
 // headers, WWW-Authenticate) come along.
-func (s *Service) replyError(ep endpoint, msg *nats.Msg, c *call, err error) {
+func (s *Service) replyError(ep endpoint, msg *nats.Msg, c *call, err error) string {
 	e := wire.Classify(err)
 	if e.Status >= 500 {
 		s.log.Error("NATS request failed", "subject", s.Subject(ep.subject), "status", e.Status,
 			"request_id", c.requestID, "error", err)
 	}
 	for k, vs := range e.Header {
+		k = headerName(k)
 		c.out[k] = append(c.out[k], vs...)
 	}
 	c.out.Set(micro.ErrorCodeHeader, strconv.Itoa(e.Status))
@@ -316,6 +352,7 @@ func (s *Service) replyError(ep endpoint, msg *nats.Msg, c *call, err error) {
 		b = []byte(`{"error":{"code":"` + ojs.CodeBackendError + `","message":"internal server error","retryable":true,"details":{}}}`)
 	}
 	s.send(msg, c, b)
+	return e.Code
 }
 
 func (s *Service) send(msg *nats.Msg, c *call, body []byte) {
@@ -329,7 +366,7 @@ func (s *Service) send(msg *nats.Msg, c *call, body []byte) {
 	}
 }
 
-func (s *Service) count(ep endpoint, d time.Duration, err error) {
+func (s *Service) count(ep endpoint, d time.Duration, code string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.stats[ep.name]
@@ -339,9 +376,9 @@ func (s *Service) count(ep endpoint, d time.Duration, err error) {
 	st.InFlight--
 	st.Requests++
 	st.Time += d
-	if err != nil {
+	if code != "" {
 		st.Errors++
-		st.LastError = wire.Classify(err).Code
+		st.LastError = code
 	}
 }
 
@@ -366,4 +403,18 @@ func requestID(h nats.Header) string {
 		return "req_" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	}
 	return "req_" + u.String()
+}
+
+// headerName spells a header as the specs do: the error mapping builds
+// HTTP headers, whose keys are canonicalized (X-Ojs-Queue-Depth), and NATS
+// header lookups are case-sensitive, so X-OJS-* and WWW-Authenticate get
+// their written spelling back.
+func headerName(k string) string {
+	switch {
+	case strings.HasPrefix(k, "X-Ojs-"):
+		return "X-OJS-" + k[len("X-Ojs-"):]
+	case k == "Www-Authenticate":
+		return "WWW-Authenticate"
+	}
+	return k
 }
