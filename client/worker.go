@@ -155,7 +155,8 @@ func (w *Worker) Handle(jobType string, h Handler) {
 	w.handlers[jobType] = h
 }
 
-// Start starts fetching and running jobs until Stop.
+// Start starts fetching and running jobs until Stop (or a server
+// directive, see Terminated).
 func (w *Worker) Start() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -198,6 +199,12 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer cancel()
 	return w.Stop(dctx)
 }
+
+// Terminated is closed when the server directs the worker to terminate
+// (a heartbeat answer, e.g. after an operator's POST
+// /ojs/v1/admin/workers/{id}/terminate): the worker has stopped fetching,
+// and a caller of Start should now call Stop (Run does).
+func (w *Worker) Terminated() <-chan struct{} { return w.terminate }
 
 // State is the worker's lifecycle state.
 func (w *Worker) State() string {

@@ -431,6 +431,11 @@ func TestWorkerRunTerminatesOnDirective(t *testing.T) {
 			return res.StatusCode == http.StatusOK
 		})
 		select {
+		case <-w.Terminated():
+		case <-time.After(20 * time.Second):
+			t.Fatal("Terminated not closed after the directive")
+		}
+		select {
 		case err := <-ran:
 			if err != nil || w.State() != client.StateTerminate {
 				t.Fatalf("run: %v, state %s", err, w.State())
