@@ -184,16 +184,31 @@ func (w *Worker) Start() error {
 
 // Run starts the worker and drains it when ctx ends, on SIGTERM or
 // SIGINT, or when the server directs it to terminate; the drain takes up
-// to DrainTimeout.
+// to DrainTimeout. SIGTSTP quiets the worker (no more fetches, active
+// jobs go on) and SIGCONT resumes it (ojs-worker-protocol.md 9).
 func (w *Worker) Run(ctx context.Context) error {
 	if err := w.Start(); err != nil {
 		return err
 	}
 	sctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	select {
-	case <-sctx.Done():
-	case <-w.terminate:
+	jobControl := make(chan os.Signal, 1)
+	signal.Notify(jobControl, syscall.SIGTSTP, syscall.SIGCONT)
+	defer signal.Stop(jobControl)
+wait:
+	for {
+		select {
+		case <-sctx.Done():
+			break wait
+		case <-w.terminate:
+			break wait
+		case sig := <-jobControl:
+			if sig == syscall.SIGTSTP {
+				w.Quiet()
+			} else {
+				w.Resume()
+			}
+		}
 	}
 	dctx, cancel := context.WithTimeout(context.Background(), w.cfg.DrainTimeout+10*time.Second)
 	defer cancel()
@@ -222,6 +237,19 @@ func (w *Worker) Active() []string {
 		ids = append(ids, id)
 	}
 	return ids
+}
+
+// Quiet stops fetching; active jobs go on (state quiet).
+func (w *Worker) Quiet() { w.setState(StateQuiet) }
+
+// Resume makes a quiet worker fetch again (state running); a worker that
+// is terminating stays so (ojs-worker-protocol.md 9.4).
+func (w *Worker) Resume() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.state == StateQuiet {
+		w.state = StateRunning
+	}
 }
 
 // setState moves the worker forward (running < quiet < terminate).
