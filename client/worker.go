@@ -11,7 +11,6 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/google/uuid"
@@ -190,11 +189,13 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err := w.Start(); err != nil {
 		return err
 	}
-	sctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
+	sctx, stop := signal.NotifyContext(ctx, stopSignals...)
 	defer stop()
 	jobControl := make(chan os.Signal, 1)
-	signal.Notify(jobControl, syscall.SIGTSTP, syscall.SIGCONT)
-	defer signal.Stop(jobControl)
+	if len(jobControlSignals) > 0 {
+		signal.Notify(jobControl, jobControlSignals...)
+		defer signal.Stop(jobControl)
+	}
 wait:
 	for {
 		select {
@@ -203,9 +204,10 @@ wait:
 		case <-w.terminate:
 			break wait
 		case sig := <-jobControl:
-			if sig == syscall.SIGTSTP {
+			switch sig {
+			case quietSignal:
 				w.Quiet()
-			} else {
+			case resumeSignal:
 				w.Resume()
 			}
 		}
