@@ -1,7 +1,9 @@
 package httpbind
 
 import (
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/jetgate/jetgate/admission/authz"
@@ -111,6 +113,10 @@ func routeOp(method, path string) authz.Op { return routeOps[method+" "+path] }
 // bindings (natsbind's tests) check they classify the same operation the
 // same way.
 func RouteOp(method, path string) authz.Op { return routeOp(method, path) }
+
+// Routes lists every route of the role table as "METHOD /path", sorted:
+// other bindings' tests check they serve each operation.
+func Routes() []string { return slices.Sorted(maps.Keys(routeOps)) }
 
 // authorize wraps every route (New): with Config.Auth set, a request needs
 // "Authorization: Bearer <token>" with a token whose role allows op.

@@ -3,9 +3,9 @@ package httpbind
 import (
 	"context"
 	"net/http"
-	"strconv"
 
 	"github.com/jetgate/jetgate/admission/ojs"
+	"github.com/jetgate/jetgate/admission/ojs/wire"
 )
 
 // PoolBackend is what the fair scheduling extension's endpoints ask of
@@ -95,35 +95,7 @@ func (h poolHandlers) put(w http.ResponseWriter, r *http.Request) {
 	h.s.answer(w, r, p, err)
 }
 
-// decodePool reads the body of a PUT of pool name.
-func decodePool(name string, o object) (ojs.WorkerGroup, error) {
-	g := ojs.WorkerGroup{Name: name}
-	if err := onlyFields(o, "name", "queues", "concurrency", "strategy", "weights"); err != nil {
-		return g, err
-	}
-	if n, err := o.Str("name", false); err != nil {
-		return g, err
-	} else if n != "" && n != name {
-		return g, invalid("name", "the pool name of the path ("+name+") when given", strconv.Quote(short(n)))
-	}
-	strategy, err := o.Str("strategy", false)
-	if err != nil {
-		return g, err
-	}
-	queues, weights, err := groupQueues(o)
-	if err != nil {
-		return g, err
-	}
-	conc, err := o.Integer("concurrency", 0, 1, 1<<31-1)
-	if err != nil {
-		return g, err
-	}
-	if strategy == "" {
-		strategy = ojs.StrategyRoundRobin
-	}
-	g.Strategy, g.Queues, g.Weights, g.Concurrency = strategy, queues, weights, int(conc)
-	return g, g.Validate()
-}
+var decodePool = wire.DecodePool
 
 // delete is DELETE /ojs/v1/admin/pools/{pool}: {"name","deleted":true};
 // 404 when there is no such pool.

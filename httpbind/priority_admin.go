@@ -2,10 +2,7 @@ package httpbind
 
 import (
 	"context"
-	"fmt"
 	"net/http"
-	"strconv"
-	"time"
 
 	"github.com/gorilla/mux"
 
@@ -104,60 +101,13 @@ func (h priorityAdminHandlers) deleteAging(w http.ResponseWriter, r *http.Reques
 	h.s.writeError(w, r, err)
 }
 
-// decodeAging reads an aging object. The interval is given once, as
-// interval_ms or as an ISO 8601 interval; both with different values is
-// refused naming both (spec/README.md decision 2).
-func decodeAging(o object) (*ojs.Aging, error) {
-	if err := onlyFields(o, "interval_ms", "interval", "step", "min_priority"); err != nil {
-		return nil, err
-	}
-	maxMs := ojs.MaxAgingInterval.Milliseconds()
-	ms, err := o.Integer("interval_ms", 0, 1, maxMs)
-	if err != nil {
-		return nil, err
-	}
-	iso, err := o.Str("interval", false)
-	if err != nil {
-		return nil, err
-	}
-	a := ojs.Aging{Interval: time.Duration(ms) * time.Millisecond}
-	if iso != "" {
-		d, err := ojs.ParseISODuration(iso)
-		if err != nil || d < ojs.MinAgingInterval || d > ojs.MaxAgingInterval {
-			return nil, invalid("interval", "an ISO 8601 duration from PT0.001S to P30D", strconv.Quote(short(iso)))
-		}
-		if ms != 0 && d != a.Interval {
-			return nil, &ojs.ValidationError{Field: "interval", Rule: "the same interval as interval_ms",
-				Message: fmt.Sprintf("interval %q and interval_ms %d give different intervals: give one", iso, ms)}
-		}
-		a.Interval = d
-	}
-	if a.Interval == 0 {
-		return nil, invalid("interval_ms", "an integer of milliseconds (or interval, an ISO 8601 duration)", "nothing")
-	}
-	step, err := o.Integer("step", ojs.DefaultAgingStep, 1, ojs.MaxPriority)
-	if err != nil {
-		return nil, err
-	}
-	minPrio, err := o.Integer("min_priority", 0, 0, ojs.MaxPriority)
-	if err != nil {
-		return nil, err
-	}
-	a.Step, a.MinPriority = int(step), int(minPrio)
-	return &a, a.Validate("")
-}
+var decodeAging = wire.DecodeAging
 
 // pathGroup reads and checks the {group} path variable.
 func pathGroup(r *http.Request) (string, error) { return groupName(r, "group", "group", "group") }
 
-// groupName reads the path variable v, a worker group's (or pool's) name;
-// a 400 names field and says what it names.
 func groupName(r *http.Request, v, field, what string) (string, error) {
-	name := mux.Vars(r)[v]
-	if !ojs.ValidGroupName(name) {
-		return "", invalid(field, "a "+what+` name matching ^[a-z0-9][a-z0-9\-\.]*$ of at most 128 characters`, strconv.Quote(short(name)))
-	}
-	return name, nil
+	return wire.GroupName(mux.Vars(r)[v], field, what)
 }
 
 // listGroups is GET /ojs/v1/admin/worker-groups: {"groups":[...]}.
@@ -206,47 +156,7 @@ func (h priorityAdminHandlers) putGroup(w http.ResponseWriter, r *http.Request) 
 	h.s.answer(w, r, res, err)
 }
 
-// decodeGroup reads the body of a PUT of group name.
-func decodeGroup(name string, o object) (ojs.WorkerGroup, error) {
-	g := ojs.WorkerGroup{Name: name}
-	if err := onlyFields(o, "strategy", "queues", "weights"); err != nil {
-		return g, err
-	}
-	strategy, err := o.Str("strategy", true)
-	if err != nil {
-		return g, err
-	}
-	queues, weights, err := groupQueues(o)
-	if err != nil {
-		return g, err
-	}
-	g.Strategy, g.Queues, g.Weights = strategy, queues, weights
-	return g, g.Validate()
-}
-
-// groupQueues reads the queues of a worker group or pool body: "queues"
-// (names, or {name, weight} objects; not empty) and "weights"
-// ({queue: weight}, for listed queues).
-func groupQueues(o object) ([]string, map[string]int, error) {
-	queues, weights, err := wire.FetchQueues(o)
-	if err != nil {
-		return nil, nil, err
-	}
-	if len(queues) == 0 {
-		return nil, nil, invalid("queues", "a non-empty array of queue names or of {name, weight} objects", describe(o["queues"]))
-	}
-	for i, q := range queues {
-		if err := checkQueueName(fmt.Sprintf("queues[%d]", i), q); err != nil {
-			return nil, nil, err
-		}
-	}
-	if raw, ok := o.Get("weights"); ok {
-		if weights, err = wire.WeightsObject(raw, weights); err != nil {
-			return nil, nil, err
-		}
-	}
-	return queues, weights, nil
-}
+var decodeGroup = wire.DecodeGroup
 
 // deleteGroup is DELETE /ojs/v1/admin/worker-groups/{group}:
 // {"name","deleted":true}; 404 when there is no such group.

@@ -52,3 +52,7 @@ func decodeHeartbeat(r *http.Request) (ojs.HeartbeatRequest, error) {
 }
 
 var decodeWorkerInfo = wire.DecodeWorkerInfo
+
+var parseAdminPage = wire.ParseAdminPage
+
+const adminMaxPerPage = wire.AdminMaxPerPage

@@ -2,14 +2,12 @@ package httpbind
 
 import (
 	"context"
-	"fmt"
 	"net/http"
-	"strconv"
-	"time"
 
 	"github.com/gorilla/mux"
 
 	"github.com/jetgate/jetgate/admission/ojs"
+	"github.com/jetgate/jetgate/admission/ojs/wire"
 )
 
 // WorkerBackend is what the worker lifecycle endpoints ask of the layer
@@ -66,35 +64,10 @@ func (h workerHandlers) beat(w http.ResponseWriter, r *http.Request) {
 		h.s.writeError(w, r, err)
 		return
 	}
-	state := res.WorkerState
-	if state == "" {
-		state = ojs.FurthestWorkerState(res.State, req.Worker.State)
-	}
-	st := res.ServerTime
-	if st.IsZero() {
-		st = time.Now()
-	}
-	h.s.writeJSON(w, r, http.StatusOK, map[string]any{
-		"acknowledged": true, "worker_id": req.WorkerID, "state": state,
-		"jobs_extended": nonNil(res.Extended), "jobs_to_cancel": nonNil(res.Cancel), "server_time": ojs.NewTime(st),
-	})
+	h.s.writeJSON(w, r, http.StatusOK, wire.BeatReply(req, res))
 }
 
-func nonNil(l []string) []string {
-	if l == nil {
-		return []string{}
-	}
-	return l
-}
-
-// pathWorkerID reads the {id} path variable.
-func pathWorkerID(r *http.Request) (string, error) {
-	id := mux.Vars(r)["id"]
-	if id == "" || len(id) > maxIDLen {
-		return "", invalid("id", fmt.Sprintf("a worker id of 1 to %d bytes", maxIDLen), strconv.Quote(short(id)))
-	}
-	return id, nil
-}
+func pathWorkerID(r *http.Request) (string, error) { return wire.WorkerID(mux.Vars(r)["id"], "id") }
 
 // health is GET /ojs/v1/workers/{id}/health: {"worker_id","status":
 // "healthy"|"stale","ready","state","reported_state","directive"?,
@@ -122,14 +95,7 @@ func (h workerHandlers) list(w http.ResponseWriter, r *http.Request) {
 		h.s.writeError(w, r, err)
 		return
 	}
-	items := res.Items
-	if items == nil {
-		items = []ojs.Worker{}
-	}
-	h.s.writeJSON(w, r, http.StatusOK, map[string]any{
-		"items": items, "summary": res.Summary,
-		"pagination": map[string]int{"total": res.Total, "page": page, "per_page": per},
-	})
+	h.s.writeJSON(w, r, http.StatusOK, wire.WorkerListReply(res, page, per))
 }
 
 // get is GET /ojs/v1/admin/workers/{id} (9.2): the worker with its

@@ -8,6 +8,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/jetgate/jetgate/admission/ojs"
+	"github.com/jetgate/jetgate/admission/ojs/wire"
 )
 
 // WorkflowBackend is what the workflow endpoints ask of the layer below
@@ -43,9 +44,7 @@ type workflowHandlers struct {
 }
 
 // workflowBody is {"workflow": ...} (14.1-14.3).
-type workflowBody struct {
-	Workflow *ojs.Workflow `json:"workflow"`
-}
+type workflowBody = wire.WorkflowReply
 
 // create is POST /ojs/v1/workflows (14.1): 201 with Location.
 func (h workflowHandlers) create(w http.ResponseWriter, r *http.Request) {
@@ -65,7 +64,7 @@ func (h workflowHandlers) create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Location", "/ojs/v1/workflows/"+url.PathEscape(wf.ID))
-	h.s.writeJSON(w, r, http.StatusCreated, workflowBody{wf})
+	h.s.writeJSON(w, r, http.StatusCreated, workflowBody{Workflow: wf})
 }
 
 // get is GET /ojs/v1/workflows/{id} (14.2).
@@ -75,7 +74,7 @@ func (h workflowHandlers) get(w http.ResponseWriter, r *http.Request) {
 		h.s.writeError(w, r, err)
 		return
 	}
-	h.s.writeJSON(w, r, http.StatusOK, workflowBody{wf})
+	h.s.writeJSON(w, r, http.StatusOK, workflowBody{Workflow: wf})
 }
 
 // cancel is DELETE /ojs/v1/workflows/{id} (14.3): 409 when it has ended.
@@ -85,5 +84,5 @@ func (h workflowHandlers) cancel(w http.ResponseWriter, r *http.Request) {
 		h.s.writeError(w, r, err)
 		return
 	}
-	h.s.writeJSON(w, r, http.StatusOK, workflowBody{wf})
+	h.s.writeJSON(w, r, http.StatusOK, workflowBody{Workflow: wf})
 }

@@ -183,5 +183,102 @@ func (s *Service) rateLimitEndpoints(rb RateLimitBackend) []endpoint {
 			}
 			return rb.ResetRateLimit(c.ctx, k)
 		}),
+		// A queue's own limit (7.2, RL-R005): {"queue"} reads it,
+		// {"queue", "concurrency"?, "rate"?, "throttle"?} sets it.
+		ep("queues.ratelimit", authz.OpAdmin, "GET|PUT /ojs/v1/admin/queues/{name}/rate-limit", func(c *call) (any, error) {
+			q, err := queueField(c)
+			if err != nil {
+				return nil, err
+			}
+			if o, _ := c.object(); len(o) > 1 {
+				body, err := withoutField(c, "queue")
+				if err != nil {
+					return nil, err
+				}
+				l, err := wire.DecodeQueueLimits(body)
+				if err != nil {
+					return nil, err
+				}
+				if _, err := rb.SetQueueRateLimit(c.ctx, q, l); err != nil {
+					return nil, err
+				}
+			}
+			return rb.QueueRateLimit(c.ctx, q)
+		}),
+		ep("queues.clearratelimit", authz.OpAdmin, "DELETE /ojs/v1/admin/queues/{name}/rate-limit", func(c *call) (any, error) {
+			q, err := queueField(c)
+			if err != nil {
+				return nil, err
+			}
+			return rb.SetQueueRateLimit(c.ctx, q, nil)
+		}),
+	}
+}
+
+// adminEndpoints are the operator API's calls (ojs-admin-api.md 6-11):
+// what `jetgate jobs ls` and dashboards read.
+func (s *Service) adminEndpoints(ab AdminBackend) []endpoint {
+	jobs := func(forced ojs.State) func(c *call) (any, error) {
+		return func(c *call) (any, error) {
+			v, err := queryValues(c)
+			if err != nil {
+				return nil, err
+			}
+			q, err := wire.ParseJobListQuery(v, forced)
+			if err != nil {
+				return nil, err
+			}
+			res, err := ab.AdminJobs(c.ctx, q)
+			if err != nil {
+				return nil, err
+			}
+			return wire.NewJobList(res), nil
+		}
+	}
+	return []endpoint{
+		ep("admin.stats", authz.OpAdmin, "GET /ojs/v1/admin/stats", func(c *call) (any, error) { return ab.AdminStats(c.ctx) }),
+		ep("admin.queues", authz.OpAdmin, "GET /ojs/v1/admin/queues", func(c *call) (any, error) {
+			v, err := queryValues(c)
+			if err != nil {
+				return nil, err
+			}
+			page, per, err := wire.ParseAdminPage(v)
+			if err != nil {
+				return nil, err
+			}
+			return ab.AdminQueues(c.ctx, page, per)
+		}),
+		ep("admin.queue", authz.OpAdmin, "GET /ojs/v1/admin/queues/{name}", func(c *call) (any, error) {
+			q, err := queueField(c)
+			if err != nil {
+				return nil, err
+			}
+			return ab.AdminQueue(c.ctx, q)
+		}),
+		ep("admin.jobs", authz.OpAdmin, "GET /ojs/v1/admin/jobs", jobs("")),
+		ep("admin.job", authz.OpAdmin, "GET /ojs/v1/admin/jobs/{id}", func(c *call) (any, error) {
+			id, err := jobIDField(c, "job")
+			if err != nil {
+				return nil, err
+			}
+			j, err := s.b.Get(c.ctx, id)
+			if err != nil {
+				return nil, err
+			}
+			return wire.AdminJob(j), nil
+		}),
+		ep("admin.deadletter", authz.OpAdmin, "GET /ojs/v1/admin/dead-letter", jobs(ojs.StateDiscarded)),
+		ep("admin.bulk", authz.OpAdmin, "POST /ojs/v1/admin/jobs/bulk/{action}", func(c *call) (any, error) {
+			action, err := strField(c, "action")
+			if err != nil {
+				return nil, err
+			}
+			req, err := wire.DecodeBulk(action, c.data)
+			if err != nil {
+				return nil, err
+			}
+			return ab.BulkJobs(c.ctx, req)
+		}),
+		ep("deadletter.stats", authz.OpAdmin, "GET /ojs/v1/dead-letter/stats", func(c *call) (any, error) { return ab.DeadLetterStats(c.ctx) }),
 	}
 }

@@ -48,6 +48,7 @@ func TestIssue19AuthRefusals(t *testing.T) {
 		{"producer batch acks", "workers.ackbatch", map[string]any{"acks": []any{map[string]any{"job_id": unknownID}}}, bearer(producerTok), 403, "forbidden"},
 		{"worker fetches", "workers.fetch", fetch, bearer(workerTok), 200, ""},
 		{"scheme case", "workers.fetch", fetch, []string{"Authorization", "bEaReR " + workerTok}, 200, ""},
+		{"header name case", "workers.fetch", fetch, []string{"authorization", "Bearer " + workerTok}, 200, ""},
 		{"producer enqueues", "jobs.enqueue", job(nil), bearer(producerTok), 200, ""},
 		{"admin lists queues", "queues.list", nil, bearer(adminTok), 200, ""},
 	} {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/jetgate/jetgate/admission/ojs"
 	"github.com/jetgate/jetgate/admission/ojs/wire"
 )
 
@@ -42,7 +41,7 @@ type BatchReply struct {
 
 // ackBatch is workers.ackbatch (NATS only): {"acks": [<ack body>...]}.
 func (s *Service) ackBatch(c *call) (any, error) {
-	return s.runBatch(c, "acks", func(i int, item []byte) (any, error) {
+	return s.runBatch(c, "acks", func(item []byte) (any, error) {
 		req, err := wire.DecodeAck(item)
 		if err != nil {
 			return nil, err
@@ -57,14 +56,12 @@ func (s *Service) ackBatch(c *call) (any, error) {
 
 // nackBatch is workers.nackbatch (NATS only): {"nacks": [<nack body>...]}.
 func (s *Service) nackBatch(c *call) (any, error) {
-	return s.runBatch(c, "nacks", func(i int, item []byte) (any, error) {
+	return s.runBatch(c, "nacks", func(item []byte) (any, error) {
 		req, err := wire.DecodeNack(item)
 		if err != nil {
 			return nil, err
 		}
-		var res *ojs.NackResult
-		res, err = s.b.Nack(c.ctx, req)
-		return res, err
+		return s.b.Nack(c.ctx, req)
 	})
 }
 
@@ -72,7 +69,7 @@ func (s *Service) nackBatch(c *call) (any, error) {
 // batchParallelism at once. A malformed list fails the request (400); a
 // failing item fails only its result, with its field named
 // "<field>[i].<name>".
-func (s *Service) runBatch(c *call, field string, one func(i int, item []byte) (any, error)) (any, error) {
+func (s *Service) runBatch(c *call, field string, one func(item []byte) (any, error)) (any, error) {
 	items, err := wire.DecodeBatchItems(c.data, field)
 	if err != nil {
 		return nil, err
@@ -85,7 +82,7 @@ func (s *Service) runBatch(c *call, field string, one func(i int, item []byte) (
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			v, err := one(i, item)
+			v, err := one(item)
 			if err == nil {
 				results[i] = batchResult{ok: v}
 				return

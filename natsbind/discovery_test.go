@@ -133,3 +133,44 @@ func TestIssue19NatsAPIOff(t *testing.T) {
 		t.Fatal("ojs.v1.health answered with the NATS API off")
 	}
 }
+
+// notOnNATS are the HTTP routes the NATS binding leaves out, each with its
+// reason; every other route must have an endpoint (issue 19: "every
+// operation of the HTTP binding").
+var notOnNATS = map[string]string{
+	"GET /health":                               "process probe for load balancers",
+	"GET /ready":                                "process probe for load balancers",
+	"GET /ojs/manifest":                         "describes the HTTP binding (paths, media type)",
+	"GET /metrics":                              "Prometheus scrape endpoint",
+	"GET /ojs/v1/jobs/{id}/progress/stream":     "server-sent events; over NATS subscribe to the job's events",
+	"GET /ojs/v1/admin/queues/{name}/config":    "alias of queues.config",
+	"PUT /ojs/v1/admin/queues/{name}/config":    "alias of queues.config",
+	"POST /ojs/v1/admin/queues/{name}/pause":    "alias of queues.pause",
+	"POST /ojs/v1/admin/queues/{name}/resume":   "alias of queues.resume",
+	"POST /ojs/v1/admin/jobs/{id}/cancel":       "alias of jobs.cancel",
+	"POST /ojs/v1/admin/jobs/{id}/retry":        "alias of deadletter.retry",
+	"POST /ojs/v1/admin/dead-letter/{id}/retry": "alias of deadletter.retry",
+	"DELETE /ojs/v1/admin/dead-letter/{id}":     "alias of deadletter.delete",
+	"GET /ojs/v1/admin/dead-letter/stats":       "alias of deadletter.stats",
+}
+
+// Issue 19: every route of the HTTP binding has a NATS endpoint, or is
+// listed above with why not.
+func TestIssue19EveryHTTPOperationOnNATS(t *testing.T) {
+	t.Parallel()
+	f := setup(t, app.Config{})
+	var info micro.Info
+	f.discover(micro.InfoVerb, &info)
+	served := map[string]bool{}
+	for _, e := range info.Endpoints {
+		method, path, _ := strings.Cut(e.Metadata["http"], " ")
+		for _, m := range strings.Split(method, "|") {
+			served[m+" "+path] = true
+		}
+	}
+	for _, r := range httpbind.Routes() {
+		if served[r] == (notOnNATS[r] != "") {
+			t.Errorf("%s: served over NATS %v, listed as not served %q", r, served[r], notOnNATS[r])
+		}
+	}
+}

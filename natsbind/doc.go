@@ -51,11 +51,47 @@
 //	deadletter.list      GET /ojs/v1/dead-letter       {"queue"?, "limit"?, ...}
 //	deadletter.retry     POST /ojs/v1/dead-letter/{id}/retry {"id"}
 //	deadletter.delete    DELETE /ojs/v1/dead-letter/{id} {"id"}
+//	deadletter.stats     GET /ojs/v1/dead-letter/stats {}
 //	events.list          GET /ojs/v1/events            query fields as body fields
+//	queues.ratelimit     GET|PUT /ojs/v1/admin/queues/{name}/rate-limit {"queue"} / {"queue", limits}
+//	queues.clearratelimit DELETE /ojs/v1/admin/queues/{name}/rate-limit {"queue"}
+//	admin.stats          GET /ojs/v1/admin/stats       {}
+//	admin.queues         GET /ojs/v1/admin/queues      {"page"?, "per_page"?}
+//	admin.queue          GET /ojs/v1/admin/queues/{name} {"queue"}
+//	admin.jobs           GET /ojs/v1/admin/jobs        query fields as body fields
+//	admin.job            GET /ojs/v1/admin/jobs/{id}   {"id"}
+//	admin.deadletter     GET /ojs/v1/admin/dead-letter query fields
+//	admin.bulk           POST /ojs/v1/admin/jobs/bulk/{action} {"action", "filter", "confirm", ...}
+//	admin.workers        GET /ojs/v1/admin/workers     {"page"?, "per_page"?}
+//	admin.worker         GET /ojs/v1/admin/workers/{id} {"id"}
+//	admin.workerquiet    POST /ojs/v1/admin/workers/{id}/quiet {"id"}
+//	admin.workerterminate POST /ojs/v1/admin/workers/{id}/terminate {"id"}
+//	admin.workerderegister DELETE /ojs/v1/admin/workers/{id} {"id"}
+//	workers.beat         POST /ojs/v1/workers/beat
+//	workers.health       GET /ojs/v1/workers/{id}/health {"id"}
+//	cron.list            GET /ojs/v1/cron              {"limit"?, "offset"?, "cursor"?}
+//	cron.register        POST /ojs/v1/cron             cron body
+//	cron.get             GET /ojs/v1/cron/{name}       {"name"}
+//	cron.delete          DELETE /ojs/v1/cron/{name}    {"name"}
+//	workflows.create     POST /ojs/v1/workflows        workflow body
+//	workflows.get        GET /ojs/v1/workflows/{id}    {"id"}
+//	workflows.cancel     DELETE /ojs/v1/workflows/{id} {"id"}
+//	pools.list           GET /ojs/v1/admin/pools       {}
+//	pools.get            GET /ojs/v1/admin/pools/{pool} {"pool"}
+//	pools.set            PUT /ojs/v1/admin/pools/{pool} {"pool", ...}
+//	pools.delete         DELETE /ojs/v1/admin/pools/{pool} {"pool"}
+//	pools.stats          GET /ojs/v1/admin/scheduling/stats {}
+//	groups.list          GET /ojs/v1/admin/worker-groups {}
+//	groups.get           GET /ojs/v1/admin/worker-groups/{group} {"group"}
+//	groups.set           PUT /ojs/v1/admin/worker-groups/{group} {"group", ...}
+//	groups.delete        DELETE /ojs/v1/admin/worker-groups/{group} {"group"}
+//	queues.aging         GET|PUT /ojs/v1/admin/queues/{name}/aging {"queue"} / {"queue", ...}
+//	queues.clearaging    DELETE /ojs/v1/admin/queues/{name}/aging {"queue"}
 //
-// The admin API's listings, cron, worker groups, pools, aging and
-// workflows stay HTTP only: they are operator tools with many query
-// forms, and issue 19 names the operations above. Live events stay on
+// Not served over NATS: the manifest, the probes (/health, /ready), the
+// metrics, the progress stream (SSE), and the admin API's aliases of
+// endpoints above (admin queue pause and resume, admin job cancel and
+// retry, admin dead letter retry and delete, the config alias). Live events stay on
 // their own subjects (jetstream/events). Progress streams (SSE) have no
 // request/reply form; subscribe to the job's events instead.
 //

@@ -101,6 +101,10 @@ func (s *Service) endpoints() []endpoint {
 	if rb, ok := s.b.(RateLimitBackend); ok {
 		eps = append(eps, s.rateLimitEndpoints(rb)...)
 	}
+	if ab, ok := s.b.(AdminBackend); ok {
+		eps = append(eps, s.adminEndpoints(ab)...)
+	}
+	eps = append(eps, s.extensionEndpoints()...)
 	return eps
 }
 
@@ -130,7 +134,7 @@ func (s *Service) enqueue(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx, rep, err := wire.EnqueueContext(c.ctx, c.hdr.Get(wire.HeaderBlockTimeout))
+	ctx, rep, err := wire.EnqueueContext(c.ctx, header(c.hdr, wire.HeaderBlockTimeout))
 	if err != nil {
 		return nil, err
 	}
@@ -152,7 +156,7 @@ func (s *Service) enqueueBatch(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx, rep, err := wire.EnqueueContext(c.ctx, c.hdr.Get(wire.HeaderBlockTimeout))
+	ctx, rep, err := wire.EnqueueContext(c.ctx, header(c.hdr, wire.HeaderBlockTimeout))
 	if err != nil {
 		return nil, err
 	}

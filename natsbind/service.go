@@ -92,6 +92,9 @@ func New(nc *nats.Conn, b Backend, cfg Config) (*Service, error) {
 
 // Start registers the micro service and its endpoints on the connection.
 func (s *Service) Start(ctx context.Context) error {
+	if s.svc != nil {
+		return errors.New("natsbind: already started")
+	}
 	svc, err := micro.AddService(s.nc, micro.Config{
 		Name:        ServiceName,
 		Version:     serviceVersion(s.cfg.Version),
@@ -155,6 +158,13 @@ func (s *Service) Stop() {
 		s.wg.Wait()
 		s.cancel()
 	})
+}
+
+// Kill stops at once, as a crash would: the requests in flight have
+// their contexts cancelled (they answer 503 if they can), then Stop.
+func (s *Service) Kill() {
+	s.cancel()
+	s.Stop()
 }
 
 // Subject is the full subject of an endpoint's "<area>.<op>".
@@ -281,7 +291,7 @@ func (s *Service) authorize(ep endpoint, c *call) error {
 	if s.cfg.Auth == nil || ep.op == authz.OpOpen {
 		return nil
 	}
-	role := s.cfg.Auth.Role(bearerToken(c.hdr.Get(HeaderAuthorization)))
+	role := s.cfg.Auth.Role(bearerToken(header(c.hdr, HeaderAuthorization)))
 	if role == authz.RoleNone {
 		return wire.ErrUnauthorized()
 	}
@@ -386,7 +396,7 @@ func (s *Service) count(ep endpoint, d time.Duration, code string) {
 // (ojs-http-binding.md 19.2: 1..128 visible ASCII), else a new
 // "req_<UUIDv7>".
 func requestID(h nats.Header) string {
-	if id := h.Get(HeaderRequestID); id != "" && len(id) <= maxRequestIDLen {
+	if id := header(h, HeaderRequestID); id != "" && len(id) <= maxRequestIDLen {
 		ok := true
 		for i := range len(id) {
 			if id[i] < 0x21 || id[i] > 0x7e {
@@ -417,4 +427,19 @@ func headerName(k string) string {
 		return "WWW-Authenticate"
 	}
 	return k
+}
+
+// header reads a request header whatever the case of its name: NATS
+// headers are case-sensitive, but HTTP's are not, and clients write
+// "authorization" as readily as "Authorization".
+func header(h nats.Header, name string) string {
+	if v := h.Get(name); v != "" {
+		return v
+	}
+	for k, vs := range h {
+		if len(vs) > 0 && strings.EqualFold(k, name) {
+			return vs[0]
+		}
+	}
+	return ""
 }

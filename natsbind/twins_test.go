@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/jetgate/jetgate/cmd/jetgate/app"
@@ -45,6 +46,29 @@ func active(f *fixture, tag string) string {
 	return f.fetchAll(q, 1)[0]
 }
 
+var cronSeq atomic.Int64
+
+func cronBody(name string) map[string]any {
+	return map[string]any{"name": name, "cron": "@daily", "type": "twin.cron", "args": []any{}}
+}
+
+// cronJob registers a cron job of its own and returns its name.
+func cronJob(f *fixture, tag string) string {
+	name := fmt.Sprintf("tw-cj-%s-%d", tag, cronSeq.Add(1))
+	f.nats("cron.register", cronBody(name)).must(f.t, "cron register")
+	return name
+}
+
+func chainBody() map[string]any {
+	return map[string]any{"type": "chain", "steps": []any{job(nil), job(nil)}}
+}
+
+// workflow creates a chain and returns its id.
+func workflow(f *fixture, _ string) string {
+	a := f.nats("workflows.create", chainBody()).must(f.t, "workflow")
+	return obj(a.body["workflow"])["id"].(string)
+}
+
 func job(extra map[string]any) map[string]any {
 	j := map[string]any{"type": "twin.job", "queue": "twins", "args": []any{"a"}}
 	for k, v := range extra {
@@ -63,6 +87,9 @@ func twins() []twin {
 		return func(v string) (string, any) { return op, body(v) }
 	}
 	fixed := func(b any) func(string) any { return func(string) any { return b } }
+	named := func(field string) func(string) any {
+		return func(v string) any { return map[string]any{field: v} }
+	}
 	withID := func(extra map[string]any) func(string) any {
 		return func(v string) any {
 			m := map[string]any{"id": v}
@@ -176,6 +203,99 @@ func twins() []twin {
 			nats: subj("ratelimits.get", fixed(map[string]any{"key": "-bad"})), status: 400, code: "invalid_request", field: "key"},
 		{name: "ratelimits/clear", prep: none, http: path("DELETE", "/ojs/v1/rate-limits/tenant:acme", nil),
 			nats: subj("ratelimits.clear", fixed(map[string]any{"key": "tenant:acme"})), status: 200},
+		// ojs-rate-limiting.md 7.2: a queue's own limit.
+		{name: "queues/ratelimit set", prep: none, http: path("PUT", "/ojs/v1/admin/queues/tw-rl/rate-limit", map[string]any{"concurrency": 3}),
+			nats: subj("queues.ratelimit", fixed(map[string]any{"queue": "tw-rl", "concurrency": 3})), status: 200},
+		{name: "queues/ratelimit get", prep: none, http: path("GET", "/ojs/v1/admin/queues/tw-rl/rate-limit", nil),
+			nats: subj("queues.ratelimit", fixed(map[string]any{"queue": "tw-rl"})), status: 200},
+		{name: "queues/ratelimit bad", prep: none, http: path("PUT", "/ojs/v1/admin/queues/tw-rl/rate-limit", map[string]any{"concurrency": -1}),
+			nats: subj("queues.ratelimit", fixed(map[string]any{"queue": "tw-rl", "concurrency": -1})), status: 400, code: "invalid_request", field: "concurrency"},
+		{name: "queues/ratelimit clear", prep: none, http: path("DELETE", "/ojs/v1/admin/queues/tw-rl/rate-limit", nil),
+			nats: subj("queues.clearratelimit", fixed(map[string]any{"queue": "tw-rl"})), status: 200},
+		// ojs-admin-api.md 6-11: the operator API.
+		{name: "admin/stats", prep: none, http: path("GET", "/ojs/v1/admin/stats", nil), nats: subj("admin.stats", fixed(nil)), status: 200},
+		{name: "admin/queues", prep: none, http: path("GET", "/ojs/v1/admin/queues?per_page=5", nil),
+			nats: subj("admin.queues", fixed(map[string]any{"per_page": 5})), status: 200},
+		{name: "admin/queue", prep: none, http: path("GET", "/ojs/v1/admin/queues/twins", nil),
+			nats: subj("admin.queue", fixed(map[string]any{"queue": "twins"})), status: 200},
+		{name: "admin/jobs", prep: none, http: path("GET", "/ojs/v1/admin/jobs?queue=twins&state=available&per_page=3", nil),
+			nats: subj("admin.jobs", fixed(map[string]any{"queue": "twins", "state": "available", "per_page": 3})), status: 200},
+		{name: "admin/jobs bad state", prep: none, http: path("GET", "/ojs/v1/admin/jobs?state=lost", nil),
+			nats: subj("admin.jobs", fixed(map[string]any{"state": "lost"})), status: 400, code: "invalid_request", field: "state"},
+		{name: "admin/job", prep: available, http: path("GET", "/ojs/v1/admin/jobs/{}", nil), nats: subj("admin.job", withID(nil)), status: 200},
+		{name: "admin/deadletter", prep: none, http: path("GET", "/ojs/v1/admin/dead-letter", nil), nats: subj("admin.deadletter", fixed(nil)), status: 200},
+		{name: "admin/bulk unconfirmed", prep: none, http: path("POST", "/ojs/v1/admin/jobs/bulk/cancel", map[string]any{"filter": map[string]any{"queue": "nothing"}}),
+			nats: subj("admin.bulk", fixed(map[string]any{"action": "cancel", "filter": map[string]any{"queue": "nothing"}})), status: 400, code: "invalid_request", field: "confirm"},
+		{name: "admin/bulk unknown action", prep: none, http: path("POST", "/ojs/v1/admin/jobs/bulk/explode", map[string]any{"confirm": true}),
+			nats: subj("admin.bulk", fixed(map[string]any{"action": "explode", "confirm": true})), status: 404, code: "not_found"},
+		{name: "admin/bulk", prep: none, http: path("POST", "/ojs/v1/admin/jobs/bulk/cancel", map[string]any{"filter": map[string]any{"queue": "tw-nothing"}, "confirm": true}),
+			nats: subj("admin.bulk", fixed(map[string]any{"action": "cancel", "filter": map[string]any{"queue": "tw-nothing"}, "confirm": true})), status: 200},
+		{name: "deadletter/stats", prep: none, http: path("GET", "/ojs/v1/dead-letter/stats", nil), nats: subj("deadletter.stats", fixed(nil)), status: 200},
+		// 13 cron.
+		{name: "cron/register", prep: func(_ *fixture, tag string) string { return "tw-cron-" + tag },
+			http: func(v string) (string, string, any) { return "POST", "/ojs/v1/cron", cronBody(v) },
+			nats: func(v string) (string, any) { return "cron.register", cronBody(v) }, status: 201},
+		{name: "cron/register no cron", prep: none, http: path("POST", "/ojs/v1/cron", map[string]any{"name": "x", "type": "a.b"}),
+			nats: subj("cron.register", fixed(map[string]any{"name": "x", "type": "a.b"})), status: 400, code: "invalid_request", field: "cron"},
+		{name: "cron/list", prep: none, http: path("GET", "/ojs/v1/cron?limit=1", nil), nats: subj("cron.list", fixed(map[string]any{"limit": 1})), status: 200},
+		{name: "cron/get", prep: cronJob, http: path("GET", "/ojs/v1/cron/{}", nil), nats: subj("cron.get", named("name")), status: 200},
+		{name: "cron/get unknown", prep: none, http: path("GET", "/ojs/v1/cron/tw-none", nil),
+			nats: subj("cron.get", fixed(map[string]any{"name": "tw-none"})), status: 404, code: "not_found"},
+		{name: "cron/delete", prep: cronJob, http: path("DELETE", "/ojs/v1/cron/{}", nil), nats: subj("cron.delete", named("name")), status: 200},
+		// 14 workflows.
+		{name: "workflows/create", prep: none, http: path("POST", "/ojs/v1/workflows", chainBody()),
+			nats: subj("workflows.create", fixed(chainBody())), status: 201},
+		{name: "workflows/create bad", prep: none, http: path("POST", "/ojs/v1/workflows", map[string]any{"type": "tree", "steps": []any{job(nil)}}),
+			nats: subj("workflows.create", fixed(map[string]any{"type": "tree", "steps": []any{job(nil)}})), status: 400, code: "invalid_request", field: "type"},
+		{name: "workflows/get", prep: workflow, http: path("GET", "/ojs/v1/workflows/{}", nil), nats: subj("workflows.get", withID(nil)), status: 200},
+		{name: "workflows/cancel", prep: workflow, http: path("DELETE", "/ojs/v1/workflows/{}", nil), nats: subj("workflows.cancel", withID(nil)), status: 200},
+		{name: "workflows/get unknown", prep: func(*fixture, string) string { return unknownID }, http: path("GET", "/ojs/v1/workflows/{}", nil),
+			nats: subj("workflows.get", withID(nil)), status: 404, code: "not_found"},
+		// Workers: beat, health, the admin API's worker calls (9).
+		{name: "workers/beat", prep: none, http: path("POST", "/ojs/v1/workers/beat", map[string]any{"worker_id": "tw-w1", "state": "quiet"}),
+			nats: subj("workers.beat", fixed(map[string]any{"worker_id": "tw-w1", "state": "quiet"})), status: 200},
+		{name: "workers/beat bad state", prep: none, http: path("POST", "/ojs/v1/workers/beat", map[string]any{"worker_id": "tw-w1", "state": "asleep"}),
+			nats: subj("workers.beat", fixed(map[string]any{"worker_id": "tw-w1", "state": "asleep"})), status: 400, code: "invalid_request", field: "state"},
+		{name: "workers/health", prep: none, http: path("GET", "/ojs/v1/workers/tw-w1/health", nil),
+			nats: subj("workers.health", fixed(map[string]any{"id": "tw-w1"})), status: 200},
+		{name: "admin/workers", prep: none, http: path("GET", "/ojs/v1/admin/workers?per_page=2", nil),
+			nats: subj("admin.workers", fixed(map[string]any{"per_page": 2})), status: 200},
+		{name: "admin/worker", prep: none, http: path("GET", "/ojs/v1/admin/workers/tw-w1", nil),
+			nats: subj("admin.worker", fixed(map[string]any{"id": "tw-w1"})), status: 200},
+		{name: "admin/worker quiet", prep: none, http: path("POST", "/ojs/v1/admin/workers/tw-w1/quiet", nil),
+			nats: subj("admin.workerquiet", fixed(map[string]any{"id": "tw-w1"})), status: 200},
+		{name: "admin/worker deregister live", prep: none, http: path("DELETE", "/ojs/v1/admin/workers/tw-w1", nil),
+			nats: subj("admin.workerderegister", fixed(map[string]any{"id": "tw-w1"})), status: 409, code: "conflict"},
+		{name: "admin/worker unknown", prep: none, http: path("GET", "/ojs/v1/admin/workers/tw-nobody", nil),
+			nats: subj("admin.worker", fixed(map[string]any{"id": "tw-nobody"})), status: 404, code: "not_found"},
+		// Fair scheduling pools (10), worker groups and aging (ojs-priority.md).
+		{name: "pools/set", prep: none, http: path("PUT", "/ojs/v1/admin/pools/tw-pool", map[string]any{"queues": []any{"pa", "pb"}}),
+			nats: subj("pools.set", fixed(map[string]any{"pool": "tw-pool", "queues": []any{"pa", "pb"}})), status: 200},
+		{name: "pools/set bad", prep: none, http: path("PUT", "/ojs/v1/admin/pools/tw-pool", map[string]any{"queues": []any{}}),
+			nats: subj("pools.set", fixed(map[string]any{"pool": "tw-pool", "queues": []any{}})), status: 400, code: "invalid_request", field: "queues"},
+		{name: "pools/get", prep: none, http: path("GET", "/ojs/v1/admin/pools/tw-pool", nil),
+			nats: subj("pools.get", fixed(map[string]any{"pool": "tw-pool"})), status: 200},
+		{name: "pools/list", prep: none, http: path("GET", "/ojs/v1/admin/pools", nil), nats: subj("pools.list", fixed(nil)), status: 200},
+		{name: "pools/stats", prep: none, http: path("GET", "/ojs/v1/admin/scheduling/stats", nil), nats: subj("pools.stats", fixed(nil)), status: 200},
+		{name: "pools/delete unknown", prep: none, http: path("DELETE", "/ojs/v1/admin/pools/tw-nopool", nil),
+			nats: subj("pools.delete", fixed(map[string]any{"pool": "tw-nopool"})), status: 404, code: "not_found"},
+		{name: "groups/set", prep: none, http: path("PUT", "/ojs/v1/admin/worker-groups/tw-group", map[string]any{"strategy": "strict", "queues": []any{"ga"}}),
+			nats: subj("groups.set", fixed(map[string]any{"group": "tw-group", "strategy": "strict", "queues": []any{"ga"}})), status: 200},
+		{name: "groups/set bad", prep: none, http: path("PUT", "/ojs/v1/admin/worker-groups/tw-group", map[string]any{"queues": []any{"ga"}}),
+			nats: subj("groups.set", fixed(map[string]any{"group": "tw-group", "queues": []any{"ga"}})), status: 400, code: "invalid_request", field: "strategy"},
+		{name: "groups/get", prep: none, http: path("GET", "/ojs/v1/admin/worker-groups/tw-group", nil),
+			nats: subj("groups.get", fixed(map[string]any{"group": "tw-group"})), status: 200},
+		{name: "groups/list", prep: none, http: path("GET", "/ojs/v1/admin/worker-groups", nil), nats: subj("groups.list", fixed(nil)), status: 200},
+		{name: "groups/bad name", prep: none, http: path("GET", "/ojs/v1/admin/worker-groups/Bad_Group", nil),
+			nats: subj("groups.get", fixed(map[string]any{"group": "Bad_Group"})), status: 400, code: "invalid_request", field: "group"},
+		{name: "queues/aging set", prep: none, http: path("PUT", "/ojs/v1/admin/queues/tw-age/aging", map[string]any{"interval_ms": 60000}),
+			nats: subj("queues.aging", fixed(map[string]any{"queue": "tw-age", "interval_ms": 60000})), status: 200},
+		{name: "queues/aging get", prep: none, http: path("GET", "/ojs/v1/admin/queues/tw-age/aging", nil),
+			nats: subj("queues.aging", fixed(map[string]any{"queue": "tw-age"})), status: 200},
+		{name: "queues/aging bad", prep: none, http: path("PUT", "/ojs/v1/admin/queues/tw-age/aging", map[string]any{"interval_ms": 0}),
+			nats: subj("queues.aging", fixed(map[string]any{"queue": "tw-age", "interval_ms": 0})), status: 400, code: "invalid_request", field: "interval_ms"},
+		{name: "queues/aging clear", prep: none, http: path("DELETE", "/ojs/v1/admin/queues/tw-age/aging", nil),
+			nats: subj("queues.clearaging", fixed(map[string]any{"queue": "tw-age"})), status: 200},
 		// 12 dead letter.
 		{name: "deadletter/list", prep: none, http: path("GET", "/ojs/v1/dead-letter?limit=5", nil),
 			nats: subj("deadletter.list", fixed(map[string]any{"limit": 5})), status: 200},
@@ -186,6 +306,10 @@ func twins() []twin {
 		// ojs-events.md 6.4.
 		{name: "events", prep: none, http: path("GET", "/ojs/v1/events?types=job.completed&limit=3", nil),
 			nats: subj("events.list", fixed(map[string]any{"types": "job.completed", "limit": 3})), status: 200},
+		{name: "events/types array", prep: none, http: path("GET", "/ojs/v1/events?types=job.completed&types=job.failed&queues=twins", nil),
+			nats: subj("events.list", fixed(map[string]any{"types": []string{"job.completed", "job.failed"}, "queues": "twins"})), status: 200},
+		{name: "events/bad type in array", prep: none, http: path("GET", "/ojs/v1/events?types=job.completed&types=Bad!", nil),
+			nats: subj("events.list", fixed(map[string]any{"types": []string{"job.completed", "Bad!"}})), status: 400, code: "invalid_request", field: "type"},
 		{name: "events/bad limit", prep: none, http: path("GET", "/ojs/v1/events?limit=x", nil),
 			nats: subj("events.list", fixed(map[string]any{"limit": "x"})), status: 400, code: "invalid_request", field: "limit"},
 		{name: "events/after", prep: none, http: path("GET", "/ojs/v1/events?after=abc", nil),

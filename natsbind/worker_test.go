@@ -250,3 +250,26 @@ func TestIssue19BodyTooLarge(t *testing.T) {
 		t.Fatalf("%d %s", a.status, a.raw)
 	}
 }
+
+// Kill (jetgate crashing) does not wait out a waiting fetch either.
+func TestIssue19KillEndsFetchWait(t *testing.T) {
+	t.Parallel()
+	f := setup(t, app.Config{})
+	got := make(chan answer, 1)
+	go func() {
+		got <- f.natsWithin("workers.fetch", map[string]any{"queues": []string{"fk"}, "wait_ms": 30000}, 40*time.Second)
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for f.inFlight("workers-fetch") < 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("fetch never in flight")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	start := time.Now()
+	f.srv.NatsAPI().Kill()
+	<-got
+	if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("kill took %v with a fetch waiting", took)
+	}
+}

@@ -91,7 +91,7 @@ func newServeFlags(cfg *app.Config) *flag.FlagSet {
 	fs.Var((*tokenList)(&cfg.WorkerTokens), "worker-token", "Bearer token of the worker role (fetch, ack, nack, heartbeat, progress). Repeatable or comma-separated.")
 	fs.Var((*tokenList)(&cfg.AdminTokens), "admin-token", "Bearer token of the admin role (everything). Repeatable or comma-separated.")
 
-	fs.Var((*notBool)(&cfg.NoNatsAPI), "nats-api", "Serve every OJS operation as the NATS micro service \"ojs\" on jetgate's NATS connection (nats micro info ojs; nats req ojs.v1.jobs.enqueue '{...}'). Default true; --nats-api=false turns it off.")
+	fs.Var((*notBool)(&cfg.NoNatsAPI), "nats-api", "Serve every OJS operation as the NATS micro service \"ojs\" on jetgate's NATS connection (nats micro info ojs; nats req ojs.v1.jobs.enqueue '{...}'). --nats-api=false turns it off.")
 	fs.StringVar(&cfg.NatsAPIPrefix, "nats-api-prefix", "ojs.v1", "Subject prefix of the NATS API's endpoints: <prefix>.jobs.enqueue, <prefix>.workers.fetch, ...")
 
 	fs.StringVar(&cfg.NatsURL, "nats-url", "", "Comma-separated NATS server URLs. When set, jetgate uses this NATS (cluster) and starts no embedded server.")

@@ -397,7 +397,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 func (s *Server) Kill() { s.stopOnce.Do(s.kill) }
 
 func (s *Server) kill() {
-	s.stopNatsAPI()
+	if s.natsAPI != nil {
+		s.natsAPI.Kill()
+	}
 	if s.ln != nil {
 		_ = s.httpSrv.Close()
 	}

@@ -1,0 +1,280 @@
+package wire
+
+import (
+	"fmt"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/jetgate/jetgate/admission/ojs"
+)
+
+// DecodeCron reads a cron registration in the binding's shape (13.2:
+// name, cron, timezone, type, args, meta, options) or openapi.yaml's
+// (expression, overlap_policy, job_template {type, args, meta, options});
+// overlap_policy is read in both.
+func DecodeCron(o Object) (ojs.CronJob, error) {
+	var cj ojs.CronJob
+	var err error
+	if cj.Name, err = o.Str("name", true); err != nil {
+		return cj, err
+	}
+	if cj.Cron, err = cronExpression(o); err != nil {
+		return cj, err
+	}
+	if cj.Timezone, err = o.Str("timezone", false); err != nil {
+		return cj, err
+	}
+	if cj.OverlapPolicy, err = o.Str("overlap_policy", false); err != nil {
+		return cj, err
+	}
+	tpl, prefix := o, ""
+	if raw, ok := o.Get("job_template"); ok {
+		if _, top := o.Get("type"); top {
+			return cj, Invalid("job_template", "given alone: the job is either top-level (type, args, meta, options) or in job_template", "both")
+		}
+		if tpl, err = ParseObject(raw); err != nil {
+			return cj, Invalid("job_template", "an Object {type, args, meta, options}", Describe(raw))
+		}
+		prefix = "job_template."
+	}
+	if cj.Type, err = tpl.Str("type", true); err != nil {
+		return cj, renamed(err, prefix+"type")
+	}
+	cj.Args, _ = tpl.Get("args")
+	cj.Meta, _ = tpl.Get("meta")
+	cj.Options, _ = tpl.Get("options")
+	return cj, nil
+}
+
+// cronExpression reads cron (the binding) or expression (openapi.yaml).
+func cronExpression(o Object) (string, error) {
+	c, err := o.Str("cron", false)
+	if err != nil {
+		return "", err
+	}
+	e, err := o.Str("expression", false)
+	if err != nil {
+		return "", err
+	}
+	if c != "" && e != "" && c != e {
+		return "", Invalid("cron, expression", "one expression: cron and expression name the same setting", Short(c)+" / "+Short(e))
+	}
+	if c == "" {
+		c = e
+	}
+	if c == "" {
+		return "", Invalid("cron", "a 5-field cron expression or a shorthand such as @daily (required)", "nothing")
+	}
+	return c, nil
+}
+
+func renamed(err error, field string) error {
+	if ve, ok := err.(*ojs.ValidationError); ok {
+		c := *ve
+		c.Field = field
+		return &c
+	}
+	return err
+}
+
+// DecodePool reads the body of a PUT of pool name.
+func DecodePool(name string, o Object) (ojs.WorkerGroup, error) {
+	g := ojs.WorkerGroup{Name: name}
+	if err := OnlyFields(o, "name", "queues", "concurrency", "strategy", "weights"); err != nil {
+		return g, err
+	}
+	if n, err := o.Str("name", false); err != nil {
+		return g, err
+	} else if n != "" && n != name {
+		return g, Invalid("name", "the pool name of the path ("+name+") when given", strconv.Quote(Short(n)))
+	}
+	strategy, err := o.Str("strategy", false)
+	if err != nil {
+		return g, err
+	}
+	queues, weights, err := groupQueues(o)
+	if err != nil {
+		return g, err
+	}
+	conc, err := o.Integer("concurrency", 0, 1, 1<<31-1)
+	if err != nil {
+		return g, err
+	}
+	if strategy == "" {
+		strategy = ojs.StrategyRoundRobin
+	}
+	g.Strategy, g.Queues, g.Weights, g.Concurrency = strategy, queues, weights, int(conc)
+	return g, g.Validate()
+}
+
+// DecodeAging reads an aging Object. The interval is given once, as
+// interval_ms or as an ISO 8601 interval; both with different values is
+// refused naming both (spec/README.md decision 2).
+func DecodeAging(o Object) (*ojs.Aging, error) {
+	if err := OnlyFields(o, "interval_ms", "interval", "step", "min_priority"); err != nil {
+		return nil, err
+	}
+	maxMs := ojs.MaxAgingInterval.Milliseconds()
+	ms, err := o.Integer("interval_ms", 0, 1, maxMs)
+	if err != nil {
+		return nil, err
+	}
+	iso, err := o.Str("interval", false)
+	if err != nil {
+		return nil, err
+	}
+	a := ojs.Aging{Interval: time.Duration(ms) * time.Millisecond}
+	if iso != "" {
+		d, err := ojs.ParseISODuration(iso)
+		if err != nil || d < ojs.MinAgingInterval || d > ojs.MaxAgingInterval {
+			return nil, Invalid("interval", "an ISO 8601 duration from PT0.001S to P30D", strconv.Quote(Short(iso)))
+		}
+		if ms != 0 && d != a.Interval {
+			return nil, &ojs.ValidationError{Field: "interval", Rule: "the same interval as interval_ms",
+				Message: fmt.Sprintf("interval %q and interval_ms %d give different intervals: give one", iso, ms)}
+		}
+		a.Interval = d
+	}
+	if a.Interval == 0 {
+		return nil, Invalid("interval_ms", "an integer of milliseconds (or interval, an ISO 8601 duration)", "nothing")
+	}
+	step, err := o.Integer("step", ojs.DefaultAgingStep, 1, ojs.MaxPriority)
+	if err != nil {
+		return nil, err
+	}
+	minPrio, err := o.Integer("min_priority", 0, 0, ojs.MaxPriority)
+	if err != nil {
+		return nil, err
+	}
+	a.Step, a.MinPriority = int(step), int(minPrio)
+	return &a, a.Validate("")
+}
+
+// DecodeGroup reads the body of a PUT of group name.
+func DecodeGroup(name string, o Object) (ojs.WorkerGroup, error) {
+	g := ojs.WorkerGroup{Name: name}
+	if err := OnlyFields(o, "strategy", "queues", "weights"); err != nil {
+		return g, err
+	}
+	strategy, err := o.Str("strategy", true)
+	if err != nil {
+		return g, err
+	}
+	queues, weights, err := groupQueues(o)
+	if err != nil {
+		return g, err
+	}
+	g.Strategy, g.Queues, g.Weights = strategy, queues, weights
+	return g, g.Validate()
+}
+
+// groupQueues reads the queues of a worker group or pool body: "queues"
+// (names, or {name, weight} objects; not empty) and "weights"
+// ({queue: weight}, for listed queues).
+func groupQueues(o Object) ([]string, map[string]int, error) {
+	queues, weights, err := FetchQueues(o)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(queues) == 0 {
+		return nil, nil, Invalid("queues", "a non-empty array of queue names or of {name, weight} objects", Describe(o["queues"]))
+	}
+	for i, q := range queues {
+		if err := CheckQueueName(fmt.Sprintf("queues[%d]", i), q); err != nil {
+			return nil, nil, err
+		}
+	}
+	if raw, ok := o.Get("weights"); ok {
+		if weights, err = WeightsObject(raw, weights); err != nil {
+			return nil, nil, err
+		}
+	}
+	return queues, weights, nil
+}
+
+// GroupName checks a worker group's (or pool's) name given as field; a
+// 400 names the field and says what it names.
+func GroupName(name, field, what string) (string, error) {
+	if !ojs.ValidGroupName(name) {
+		return "", Invalid(field, "a "+what+` name matching ^[a-z0-9][a-z0-9\-\.]*$ of at most 128 characters`, strconv.Quote(Short(name)))
+	}
+	return name, nil
+}
+
+// WorkerID checks a worker id given as field.
+func WorkerID(id, field string) (string, error) {
+	if id == "" || len(id) > MaxIDLen {
+		return "", Invalid(field, fmt.Sprintf("a worker id of 1 to %d bytes", MaxIDLen), strconv.Quote(Short(id)))
+	}
+	return id, nil
+}
+
+// Page sizes of GET /ojs/v1/cron (ojs-http-binding.md 13.1 shows limit=50).
+const (
+	cronDefaultLimit = 50
+	cronMaxLimit     = 200
+)
+
+// CronPage reads the paging of a cron listing (limit, offset, cursor).
+func CronPage(q url.Values) (ojs.PageRequest, error) {
+	page, err := ParsePage(q, cronDefaultLimit, cronMaxLimit)
+	if err != nil {
+		return page, err
+	}
+	if page.Cursor != "" {
+		if page.Offset, err = DecodeCursor(page.Cursor); err != nil {
+			return page, err
+		}
+	}
+	return page, nil
+}
+
+// CronPageReply completes a cron page with its next cursor.
+func CronPageReply(res *ojs.CronPage, page ojs.PageRequest) *ojs.CronPage {
+	if res.Pagination.HasMore {
+		res.Pagination.NextCursor = EncodeCursor(page.Offset + page.Limit)
+	}
+	return res
+}
+
+// BeatReply is the answer of POST /ojs/v1/workers/beat (the graceful
+// shutdown extension's heartbeat): the state the worker is to be in.
+func BeatReply(req ojs.HeartbeatRequest, res *ojs.HeartbeatResult) map[string]any {
+	state := res.WorkerState
+	if state == "" {
+		state = ojs.FurthestWorkerState(res.State, req.Worker.State)
+	}
+	st := res.ServerTime
+	if st.IsZero() {
+		st = time.Now()
+	}
+	return map[string]any{
+		"acknowledged": true, "worker_id": req.WorkerID, "state": state,
+		"jobs_extended": nonNil(res.Extended), "jobs_to_cancel": nonNil(res.Cancel), "server_time": ojs.NewTime(st),
+	}
+}
+
+func nonNil(l []string) []string {
+	if l == nil {
+		return []string{}
+	}
+	return l
+}
+
+// WorkerListReply is the answer of GET /ojs/v1/admin/workers (9.1).
+func WorkerListReply(res *ojs.WorkerPage, page, per int) map[string]any {
+	items := res.Items
+	if items == nil {
+		items = []ojs.Worker{}
+	}
+	return map[string]any{
+		"items": items, "summary": res.Summary,
+		"pagination": map[string]int{"total": res.Total, "page": page, "per_page": per},
+	}
+}
+
+// WorkflowReply is {"workflow": ...} (14.1-14.3).
+type WorkflowReply struct {
+	Workflow *ojs.Workflow `json:"workflow"`
+}
