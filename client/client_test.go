@@ -337,3 +337,23 @@ func TestBlockTimeout(t *testing.T) {
 		}
 	})
 }
+
+// Config.Token is the bearer token on either binding (Authorization
+// header, HTTP or NATS): a known token is served, an unknown one gets a
+// typed 401.
+func TestBearerToken(t *testing.T) {
+	t.Parallel()
+	bindings(t, func(t *testing.T, kind string) {
+		srv := startServer(t, app.Config{AdminTokens: []string{"admin-secret"}})
+		ctx := ctxT(t)
+		good := newClient(t, srv, kind, client.Config{Token: "admin-secret"})
+		if _, err := good.c.Enqueue(ctx, "auth.job", nil); err != nil {
+			t.Fatalf("enqueue with the admin token: %v", err)
+		}
+		bad := newClient(t, srv, kind, client.Config{Token: "not-a-token"})
+		_, err := bad.c.Enqueue(ctx, "auth.job", nil)
+		if ce, ok := errors.AsType[*client.Error](err); !ok || ce.Status != 401 || ce.Code != "unauthorized" {
+			t.Fatalf("enqueue with an unknown token: %#v", err)
+		}
+	})
+}
