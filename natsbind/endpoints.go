@@ -17,6 +17,7 @@ type endpoint struct {
 	http    string        // the HTTP route it mirrors ("" for NATS only)
 	batch   bool          // bounded by MaxBatchBodyBytes
 	extra   time.Duration // added to the request timeout (fetch waits)
+	noBody  bool          // reads no field: the body is only checked
 	h       func(c *call) (any, error)
 }
 
@@ -62,14 +63,6 @@ func (s *Service) endpoints() []endpoint {
 
 		ep("events.list", authz.OpAdmin, "GET /ojs/v1/events", s.listEvents),
 	}
-	for i := range eps {
-		switch eps[i].subject {
-		case "jobs.batch", "workers.ackbatch", "workers.nackbatch":
-			eps[i].batch = true
-		case "workers.fetch":
-			eps[i].extra = MaxFetchWait
-		}
-	}
 	if pb, ok := s.b.(PriorityBackend); ok {
 		eps = append(eps,
 			ep("jobs.patch", authz.OpAdmin, "PATCH /ojs/v1/jobs/{id}", func(c *call) (any, error) { return s.patchJob(c, pb) }),
@@ -105,6 +98,16 @@ func (s *Service) endpoints() []endpoint {
 		eps = append(eps, s.adminEndpoints(ab)...)
 	}
 	eps = append(eps, s.extensionEndpoints()...)
+	for i := range eps {
+		switch eps[i].subject {
+		case "health", "admin.stats", "deadletter.stats", "pools.list", "pools.stats", "groups.list":
+			eps[i].noBody = true
+		case "jobs.batch", "workers.ackbatch", "workers.nackbatch":
+			eps[i].batch = true
+		case "workers.fetch":
+			eps[i].extra = MaxFetchWait
+		}
+	}
 	return eps
 }
 

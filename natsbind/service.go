@@ -281,6 +281,13 @@ func (s *Service) run(ep endpoint, c *call) (v any, err error) {
 	if int64(len(c.data)) > limit {
 		return nil, wire.ErrTooLarge(limit)
 	}
+	if ep.noBody {
+		// It reads nothing, but a body that is not a JSON object is
+		// still refused (400), as every other endpoint refuses it.
+		if _, err := c.object(); err != nil {
+			return nil, err
+		}
+	}
 	return ep.h(c)
 }
 
