@@ -114,6 +114,7 @@ func (c *Client) call(ctx context.Context, r *request, out any) (*response, erro
 		ctx, cancel = context.WithTimeout(ctx, c.cfg.Timeout)
 		defer cancel()
 	}
+	r.header = injectTrace(ctx, r.header)
 	res, err := c.t.do(ctx, r)
 	if err != nil {
 		return nil, err

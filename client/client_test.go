@@ -318,3 +318,42 @@ func TestQueueFullIsTyped(t *testing.T) {
 		}
 	})
 }
+
+// ojs-backpressure.md 5.2 (BP-R002): BlockTimeout sends OJS-Block-Timeout
+// (HTTP header or NATS header): on a queue with the block strategy the
+// server holds the enqueue that long before it answers 429.
+func TestBlockTimeout(t *testing.T) {
+	t.Parallel()
+	bindings(t, func(t *testing.T, kind string) {
+		e := setup(t, kind, app.Config{QueueMaxDepth: 1, QueueOverflow: "block"}, client.Config{Retry: client.RetryConfig{MaxRetries: -1}})
+		ctx := ctxT(t)
+		if _, err := e.c.Enqueue(ctx, "b.job", nil, client.Queue("blocky")); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		_, err := e.c.Enqueue(ctx, "b.job", nil, client.Queue("blocky"), client.BlockTimeout(700*time.Millisecond))
+		if waited := time.Since(start); !client.IsStatus(err, 429) || waited < 600*time.Millisecond {
+			t.Fatalf("blocked enqueue: %v after %s, want 429 after the 700 ms block", err, waited)
+		}
+	})
+}
+
+// Config.Token is the bearer token on either binding (Authorization
+// header, HTTP or NATS): a known token is served, an unknown one gets a
+// typed 401.
+func TestBearerToken(t *testing.T) {
+	t.Parallel()
+	bindings(t, func(t *testing.T, kind string) {
+		srv := startServer(t, app.Config{AdminTokens: []string{"admin-secret"}})
+		ctx := ctxT(t)
+		good := newClient(t, srv, kind, client.Config{Token: "admin-secret"})
+		if _, err := good.c.Enqueue(ctx, "auth.job", nil); err != nil {
+			t.Fatalf("enqueue with the admin token: %v", err)
+		}
+		bad := newClient(t, srv, kind, client.Config{Token: "not-a-token"})
+		_, err := bad.c.Enqueue(ctx, "auth.job", nil)
+		if ce, ok := errors.AsType[*client.Error](err); !ok || ce.Status != 401 || ce.Code != "unauthorized" {
+			t.Fatalf("enqueue with an unknown token: %#v", err)
+		}
+	})
+}

@@ -30,6 +30,14 @@
 // slots and acknowledges each job with a request, as the official OJS
 // SDKs do.
 //
+// Run also handles the job-control signals: SIGTSTP quiets the worker,
+// SIGCONT resumes it (ojs-worker-protocol.md 9).
+//
+// W3C trace context travels from producer to handler: a request made
+// with a context holding an OpenTelemetry span sends the traceparent
+// header, an enqueued job carries meta.traceparent, and a handler's
+// context continues that span as its remote parent.
+//
 // The package never touches JetStream: it is a client of jetgate's public
 // bindings, and the job envelope it returns is jetgate's own (ojs.Job).
 package client

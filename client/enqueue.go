@@ -20,7 +20,7 @@ type Request struct {
 // ErrCircuitOpen; a queue under pressure paces the call. A duplicate of a
 // unique job answers the existing job.
 func (c *Client) Enqueue(ctx context.Context, typ string, args []any, opts ...Option) (*Job, error) {
-	s, err := newSpec(typ, args, opts)
+	s, err := newSpec(ctx, typ, args, opts)
 	if err != nil {
 		return nil, fmt.Errorf("enqueue %s: %w", typ, err)
 	}
@@ -49,7 +49,7 @@ func (c *Client) EnqueueBatch(ctx context.Context, jobs []Request) ([]*Job, erro
 	var header map[string]string
 	queues := map[string]bool{}
 	for i, j := range jobs {
-		s, err := newSpec(j.Type, j.Args, j.Options)
+		s, err := newSpec(ctx, j.Type, j.Args, j.Options)
 		if err != nil {
 			return nil, fmt.Errorf("enqueue batch: jobs[%d]: %w", i, err)
 		}

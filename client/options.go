@@ -1,6 +1,7 @@
 package client
 
 import (
+	"context"
 	"encoding/json"
 	"strconv"
 	"time"
@@ -227,7 +228,7 @@ func (s *jobSpec) header() map[string]string {
 }
 
 // newSpec builds the body of one job.
-func newSpec(typ string, args []any, opts []Option) (*jobSpec, error) {
+func newSpec(ctx context.Context, typ string, args []any, opts []Option) (*jobSpec, error) {
 	if args == nil {
 		args = []any{}
 	}
@@ -239,5 +240,6 @@ func newSpec(typ string, args []any, opts []Option) (*jobSpec, error) {
 	for _, o := range opts {
 		o(s)
 	}
+	traceMeta(ctx, s)
 	return s, nil
 }

@@ -8,10 +8,8 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/google/uuid"
@@ -39,7 +37,8 @@ type WorkerConfig struct {
 	// HTTP, and after a failed fetch (default 1 s).
 	PollInterval time.Duration
 	// FetchWait is how long, over NATS, an idle worker's fetch waits at
-	// the server for a job (wait_ms; default 5 s).
+	// the server for a job (wait_ms; default 2 s). Stop waits for a fetch
+	// under way, so this also bounds how long an idle worker takes to stop.
 	FetchWait time.Duration
 	// HeartbeatInterval is the time between heartbeats (default 5 s).
 	HeartbeatInterval time.Duration
@@ -125,7 +124,7 @@ func (c *Client) NewWorker(cfg WorkerConfig) (*Worker, error) {
 	}
 	cfg.WorkerID = cmp.Or(cfg.WorkerID, "worker-"+uuid.NewString())
 	cfg.PollInterval = cmp.Or(cfg.PollInterval, time.Second)
-	cfg.FetchWait = cmp.Or(cfg.FetchWait, 5*time.Second)
+	cfg.FetchWait = cmp.Or(cfg.FetchWait, 2*time.Second)
 	cfg.HeartbeatInterval = cmp.Or(cfg.HeartbeatInterval, 5*time.Second)
 	cfg.DrainTimeout = cmp.Or(cfg.DrainTimeout, 25*time.Second)
 	cfg.DefaultGracePeriod = cmp.Or(cfg.DefaultGracePeriod, 30*time.Second)
@@ -154,7 +153,8 @@ func (w *Worker) Handle(jobType string, h Handler) {
 	w.handlers[jobType] = h
 }
 
-// Start starts fetching and running jobs until Stop.
+// Start starts fetching and running jobs until Stop (or a server
+// directive, see Terminated).
 func (w *Worker) Start() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -182,21 +182,45 @@ func (w *Worker) Start() error {
 
 // Run starts the worker and drains it when ctx ends, on SIGTERM or
 // SIGINT, or when the server directs it to terminate; the drain takes up
-// to DrainTimeout.
+// to DrainTimeout. SIGTSTP quiets the worker (no more fetches, active
+// jobs go on) and SIGCONT resumes it (ojs-worker-protocol.md 9).
 func (w *Worker) Run(ctx context.Context) error {
 	if err := w.Start(); err != nil {
 		return err
 	}
-	sctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
+	sctx, stop := signal.NotifyContext(ctx, stopSignals...)
 	defer stop()
-	select {
-	case <-sctx.Done():
-	case <-w.terminate:
+	jobControl := make(chan os.Signal, 1)
+	if len(jobControlSignals) > 0 {
+		signal.Notify(jobControl, jobControlSignals...)
+		defer signal.Stop(jobControl)
+	}
+wait:
+	for {
+		select {
+		case <-sctx.Done():
+			break wait
+		case <-w.terminate:
+			break wait
+		case sig := <-jobControl:
+			switch sig {
+			case quietSignal:
+				w.Quiet()
+			case resumeSignal:
+				w.Resume()
+			}
+		}
 	}
 	dctx, cancel := context.WithTimeout(context.Background(), w.cfg.DrainTimeout+10*time.Second)
 	defer cancel()
 	return w.Stop(dctx)
 }
+
+// Terminated is closed when the server directs the worker to terminate
+// (a heartbeat answer, e.g. after an operator's POST
+// /ojs/v1/admin/workers/{id}/terminate): the worker has stopped fetching,
+// and a caller of Start should now call Stop (Run does).
+func (w *Worker) Terminated() <-chan struct{} { return w.terminate }
 
 // State is the worker's lifecycle state.
 func (w *Worker) State() string {
@@ -214,6 +238,19 @@ func (w *Worker) Active() []string {
 		ids = append(ids, id)
 	}
 	return ids
+}
+
+// Quiet stops fetching; active jobs go on (state quiet).
+func (w *Worker) Quiet() { w.setState(StateQuiet) }
+
+// Resume makes a quiet worker fetch again (state running); a worker that
+// is terminating stays so (ojs-worker-protocol.md 9.4).
+func (w *Worker) Resume() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.state == StateQuiet {
+		w.state = StateRunning
+	}
 }
 
 // setState moves the worker forward (running < quiet < terminate).
@@ -397,299 +434,4 @@ func (w *Worker) pause(d time.Duration) bool {
 	case <-w.quit:
 		return false
 	}
-}
-
-// ctxKey carries the job and worker in a handler's context.
-type ctxKey struct{}
-
-type jobCtx struct {
-	job *Job
-	w   *Worker
-}
-
-// JobFromContext returns the job a handler's context runs.
-func JobFromContext(ctx context.Context) (*Job, bool) {
-	jc, ok := ctx.Value(ctxKey{}).(*jobCtx)
-	if !ok {
-		return nil, false
-	}
-	return jc.job, true
-}
-
-// ReportProgress reports the progress of the job a handler's context runs
-// (ojs-progress.md): fraction done in [0, 1] and a message. It also keeps
-// the job from stalling, as a heartbeat does.
-func ReportProgress(ctx context.Context, fraction float64, message string) error {
-	return ReportProgressUpdate(ctx, ProgressUpdate{Progress: &fraction, Message: message})
-}
-
-// ReportProgressUpdate reports a full progress update (data, checkpoint)
-// of the job a handler's context runs.
-func ReportProgressUpdate(ctx context.Context, u ProgressUpdate) error {
-	jc, ok := ctx.Value(ctxKey{}).(*jobCtx)
-	if !ok {
-		return errors.New("client: ReportProgress outside a worker's handler")
-	}
-	return jc.w.c.Progress(ctx, jc.job.ID, u)
-}
-
-// start runs job j on a slot taken for it.
-func (w *Worker) start(j *Job) {
-	ctx, cancel := context.WithCancelCause(context.WithValue(context.Background(), ctxKey{}, &jobCtx{job: j, w: w}))
-	t := &task{job: j, cancel: cancel}
-	w.mu.Lock()
-	w.active[j.ID] = t
-	w.mu.Unlock()
-	w.running.Add(1)
-	go w.run(ctx, t)
-}
-
-// run runs one job's handler and reports its outcome.
-func (w *Worker) run(ctx context.Context, t *task) {
-	j := t.job
-	defer func() {
-		t.cancel(nil)
-		w.mu.Lock()
-		delete(w.active, j.ID)
-		w.mu.Unlock()
-		w.slots <- struct{}{}
-		w.running.Done()
-	}()
-	exec := j.ExecutionTimeout(0)
-	if exec > 0 {
-		// ojs-timeouts.md 7.2: cancel at the timeout, give up at the end
-		// of the grace period.
-		grace := j.GraceOr(w.cfg.DefaultGracePeriod)
-		soft := time.AfterFunc(exec, func() { t.cancel(ErrExecutionTimeout) })
-		hard := time.AfterFunc(exec+grace, func() { w.abandon(t, exec, grace) })
-		defer soft.Stop()
-		defer hard.Stop()
-	}
-	result, err := w.call(ctx, j)
-	if t.reported.Swap(true) {
-		return // reported by the drain or at the end of the grace period
-	}
-	cause := context.Cause(ctx)
-	switch {
-	case err == nil && !errors.Is(cause, ErrJobCancelled):
-		w.send(report{job: j, ack: &Ack{JobID: j.ID, Attempt: j.Attempt, WorkerID: w.cfg.WorkerID, Result: result}})
-	case errors.Is(cause, ErrJobCancelled):
-		// The server holds the job no more: nothing to report.
-	default:
-		w.send(report{job: j, nack: &Nack{JobID: j.ID, Attempt: j.Attempt, WorkerID: w.cfg.WorkerID, Error: jobError(err, cause)}})
-	}
-}
-
-// call runs the handler, turning a panic into an error.
-func (w *Worker) call(ctx context.Context, j *Job) (result any, err error) {
-	w.mu.Lock()
-	h := w.handlers[j.Type]
-	w.mu.Unlock()
-	if h == nil {
-		return nil, &JobError{Type: "handler_not_found", Code: "handler_not_found", Retryable: ptr(true),
-			Message: fmt.Sprintf("worker %s has no handler for job type %q", w.cfg.WorkerID, j.Type)}
-	}
-	defer func() {
-		if p := recover(); p != nil {
-			err = &JobError{Type: "panic", Code: "panic", Retryable: ptr(true), Message: fmt.Sprint(p),
-				Details: map[string]string{"stack": string(debug.Stack())}}
-		}
-	}()
-	return h(ctx, j)
-}
-
-// jobError is the error a failed handler reports.
-func jobError(err error, cause error) JobError {
-	if je, ok := errors.AsType[*JobError](err); ok {
-		return *je
-	}
-	if errors.Is(cause, ErrExecutionTimeout) {
-		return JobError{Type: "timeout", Code: "timeout", Retryable: ptr(true), Message: err.Error()}
-	}
-	return JobError{Type: "handler_error", Code: "handler_error", Retryable: ptr(true), Message: err.Error()}
-}
-
-// abandon fails a job whose handler did not return within its grace
-// period after the execution timeout (ojs-timeouts.md 7.2 step 4); the
-// handler keeps its slot until it returns.
-func (w *Worker) abandon(t *task, exec, grace time.Duration) {
-	if t.reported.Swap(true) {
-		return
-	}
-	w.log.Warn("handler ignored its execution timeout; job failed", "job", t.job.ID, "timeout", exec, "grace", grace)
-	w.send(report{job: t.job, nack: &Nack{JobID: t.job.ID, Attempt: t.job.Attempt, WorkerID: w.cfg.WorkerID,
-		Error: JobError{Type: "timeout", Code: "timeout", Retryable: ptr(true),
-			Message: fmt.Sprintf("handler did not return within its timeout of %s and grace period of %s", exec, grace)}}})
-}
-
-// send reports an outcome: by its own request over HTTP, through the
-// batcher over NATS.
-func (w *Worker) send(r report) {
-	if !w.c.t.nats() {
-		w.reportOne(r)
-		return
-	}
-	select {
-	case w.reports <- r:
-	case <-w.ctx.Done():
-		w.log.Warn("worker stopped before the outcome of a job was sent", "job", r.job.ID)
-	}
-}
-
-func (w *Worker) reportOne(r report) {
-	var err error
-	if r.ack != nil {
-		_, err = w.c.AckJob(w.ctx, *r.ack)
-	} else {
-		_, err = w.c.NackJob(w.ctx, *r.nack)
-	}
-	w.reported(r, err)
-}
-
-func (w *Worker) reported(r report, err error) {
-	if err != nil && !IsStatus(err, 409) {
-		w.log.Warn("job outcome not recorded", "job", r.job.ID, "ack", r.ack != nil, "error", err)
-	}
-	if w.cfg.OnReported != nil {
-		w.cfg.OnReported(r.job, r.ack != nil, err)
-	}
-}
-
-// batcher sends the queued outcomes, as many per request as are waiting
-// (up to MaxAckBatch), until the worker stops.
-func (w *Worker) batcher() {
-	defer w.batchers.Done()
-	for {
-		var first report
-		select {
-		case first = <-w.reports:
-		case <-w.repQuit:
-			for {
-				select {
-				case r := <-w.reports:
-					w.flush([]report{r})
-				default:
-					return
-				}
-			}
-		}
-		batch := []report{first}
-	more:
-		for len(batch) < w.cfg.MaxAckBatch {
-			select {
-			case r := <-w.reports:
-				batch = append(batch, r)
-			default:
-				break more
-			}
-		}
-		w.flush(batch)
-	}
-}
-
-// flush sends one ackbatch and one nackbatch for rs.
-func (w *Worker) flush(rs []report) {
-	var acks []Ack
-	var nacks []Nack
-	var ackR, nackR []report
-	for _, r := range rs {
-		if r.ack != nil {
-			acks, ackR = append(acks, *r.ack), append(ackR, r)
-		} else {
-			nacks, nackR = append(nacks, *r.nack), append(nackR, r)
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), w.c.cfg.Timeout)
-	defer cancel()
-	if len(acks) > 0 {
-		res, err := w.c.AckBatch(ctx, acks)
-		w.batchDone(ackR, res, err)
-	}
-	if len(nacks) > 0 {
-		res, err := w.c.NackBatch(ctx, nacks)
-		w.batchDone(nackR, res, err)
-	}
-}
-
-func (w *Worker) batchDone(rs []report, res []Result, err error) {
-	for i, r := range rs {
-		e := err
-		if e == nil && i < len(res) && res[i].Err != nil {
-			e = res[i].Err
-		} else if e == nil && i >= len(res) {
-			e = fmt.Errorf("batch answer has %d results for %d items", len(res), len(rs))
-		}
-		w.reported(r, e)
-	}
-}
-
-// heartbeatLoop beats every HeartbeatInterval until the worker stops.
-func (w *Worker) heartbeatLoop() {
-	defer w.loops.Done()
-	t := time.NewTicker(w.cfg.HeartbeatInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-t.C:
-			w.beat(w.ctx)
-		case <-w.ctx.Done():
-			return
-		}
-	}
-}
-
-// beat sends one heartbeat and applies its answer: the directed state,
-// the jobs to cancel at their execution timeout, and the jobs the server
-// no longer holds for this worker (not extended twice in a row: the
-// first miss may be a job whose claim is still being written).
-func (w *Worker) beat(ctx context.Context) {
-	ids := w.Active()
-	hn, _ := os.Hostname()
-	res, err := w.c.Heartbeat(ctx, HeartbeatRequest{WorkerID: w.cfg.WorkerID, State: w.State(), ActiveJobIDs: ids,
-		Queues: w.cfg.Queues, Concurrency: w.cfg.Concurrency, Hostname: hn, PID: os.Getpid()})
-	if err != nil {
-		if ctx.Err() == nil {
-			w.log.Warn("heartbeat failed", "error", err) // 4.6: keep the state, beat again
-		}
-		return
-	}
-	switch res.State {
-	case StateQuiet:
-		w.setState(StateQuiet)
-	case StateTerminate:
-		w.setState(StateTerminate)
-		w.termOnce.Do(func() { close(w.terminate) })
-	}
-	extended := make(map[string]bool, len(res.Extended))
-	for _, id := range res.Extended {
-		extended[id] = true
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, id := range res.Cancel {
-		if t := w.active[id]; t != nil {
-			t.cancel(ErrExecutionTimeout)
-		}
-	}
-	for _, id := range ids {
-		t := w.active[id]
-		if t == nil {
-			continue
-		}
-		if extended[id] {
-			t.misses = 0
-			continue
-		}
-		if t.misses++; t.misses >= 2 {
-			t.cancel(ErrJobCancelled)
-		}
-	}
-}
-
-// lastHeartbeat tells the server the worker terminated with no job.
-func (w *Worker) lastHeartbeat() {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	_, _ = w.c.Heartbeat(ctx, HeartbeatRequest{WorkerID: w.cfg.WorkerID, State: StateTerminate,
-		ActiveJobIDs: w.Active(), Queues: w.cfg.Queues, Concurrency: w.cfg.Concurrency})
 }

@@ -363,7 +363,8 @@ func TestWorkerDrainsOnStop(t *testing.T) {
 			t.Fatal(err)
 		}
 		quick, _ := e.c.Enqueue(ctx, "quick", nil, client.Queue("drain"))
-		endless, err := e.c.Enqueue(ctx, "endless", nil, client.Queue("drain"))
+		endless, err := e.c.Enqueue(ctx, "endless", nil, client.Queue("drain"),
+			client.Retry(client.RetryPolicy{MaxAttempts: 3, InitialInterval: time.Hour, MaxInterval: time.Hour})) // stays retryable
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -430,6 +431,11 @@ func TestWorkerRunTerminatesOnDirective(t *testing.T) {
 			return res.StatusCode == http.StatusOK
 		})
 		select {
+		case <-w.Terminated():
+		case <-time.After(20 * time.Second):
+			t.Fatal("Terminated not closed after the directive")
+		}
+		select {
 		case err := <-ran:
 			if err != nil || w.State() != client.StateTerminate {
 				t.Fatalf("run: %v, state %s", err, w.State())
@@ -484,4 +490,40 @@ func TestWorkerFetchBacksOff(t *testing.T) {
 	if n := e.rt.count(401); n > 7 {
 		t.Fatalf("%d refused fetches in 1.6 s: no backoff", n)
 	}
+}
+
+// ojs-timeouts.md 5.4: a job without its own timeout runs under the
+// server's default; the heartbeat answer lists it in jobs_to_cancel once
+// that passes, and the worker cancels the handler with cause
+// ErrExecutionTimeout.
+func TestWorkerCancelsAtTheServersDefaultTimeout(t *testing.T) {
+	t.Parallel()
+	bindings(t, func(t *testing.T, kind string) {
+		e := setup(t, kind, app.Config{DefaultTimeout: time.Second, DefaultGracePeriod: 10 * time.Second}, client.Config{})
+		ctx := ctxT(t)
+		causes := make(chan error, 1)
+		startWorker(t, e, client.WorkerConfig{Queues: []string{"dflt"}}, map[string]client.Handler{
+			"wait": func(ctx context.Context, j *client.Job) (any, error) {
+				if j.ExecutionTimeout(0) != 0 {
+					return nil, errors.New("the job has a timeout of its own")
+				}
+				<-ctx.Done()
+				causes <- context.Cause(ctx)
+				return "cleaned up", nil
+			},
+		})
+		j, err := e.c.Enqueue(ctx, "wait", nil, client.Queue("dflt"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case c := <-causes:
+			if !errors.Is(c, client.ErrExecutionTimeout) {
+				t.Fatalf("cause %v, want ErrExecutionTimeout", c)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("handler not cancelled at the server's default timeout")
+		}
+		waitState(t, e.c, j.ID, "completed", 10*time.Second) // its result came within the grace period
+	})
 }
