@@ -34,7 +34,7 @@ type loadConfig struct {
 }
 
 var loadFlagOrder = [][2]string{
-	{"rate", "N"}, {"factor", "X"}, {"calibrate", "DURATION"}, {"duration", "DURATION"}, {"handlers", "N"},
+	{"rate", "N"}, {"factor", "X"}, {"calibrate", "DURATION"}, {"duration", "DURATION"}, {"handlers", "N"}, {"work", "DURATION"},
 	{"senders", "N"}, {"max-depth", "N"}, {"p99-bound", "DURATION"}, {"max-growth", "SIZE"},
 	{"url", "URL"}, {"jetgate-pid", "PID"}, {"data-dir", "DIR"}, {"json", ""},
 }
@@ -48,6 +48,7 @@ func newLoadFlags(c *loadConfig) *flag.FlagSet {
 	fs.DurationVar(&c.cfg.Calibrate, "calibrate", 10*time.Second, "How long the closed-loop measurement of the sustained throughput runs.")
 	fs.DurationVar(&c.cfg.Duration, "duration", 60*time.Second, "How long the open-loop overload runs.")
 	fs.IntVar(&c.cfg.Handlers, "handlers", 100, "Handlers of the SDK-style worker (fetch for free slots, one ack per job).")
+	fs.DurationVar(&c.cfg.Work, "work", 0, "How long each handler works on a job before acking it (0: a no-op handler).")
 	fs.IntVar(&c.cfg.Senders, "senders", 256, "Enqueue requests in flight at most; an arrival that finds none free waits, and its wait counts.")
 	fs.IntVar(&c.cfg.MaxDepth, "max-depth", 5000, "Bound of the loaded queue (strategy reject).")
 	fs.DurationVar(&c.cfg.P99Bound, "p99-bound", 500*time.Millisecond, "Pass bound of the p99 latency of enqueue, fetch and ack requests.")
