@@ -1,0 +1,264 @@
+package chaos
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// add records a violation once (the same one found again in a later round
+// is not counted twice). It reports whether it was new.
+func (r *run) add(v violation) bool {
+	key := v.job + "|" + v.what
+	if r.reported[key] {
+		return false
+	}
+	r.reported[key] = true
+	r.violations = append(r.violations, v)
+	r.t.Logf("VIOLATION %s", v)
+	return true
+}
+
+// refresh reads the state of every job not yet known to be terminal (and
+// of every job whose enqueue got no clear answer) from any live jetgate.
+// With final, a job still unknown to every jetgate was never stored.
+func (r *run) refresh(ctx context.Context, final bool) (open int) {
+	var todo []*jobRec
+	r.rec.update(func() {
+		for _, id := range r.rec.order {
+			j := r.rec.jobs[id]
+			if j.enqueue == enqMaybe || (j.enqueue == enqAccepted && !isTerminal(j.final)) {
+				todo = append(todo, j)
+			}
+		}
+	})
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	var mu sync.Mutex
+	for _, j := range todo {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			state, ok := r.readState(ctx, j.id)
+			now := time.Now()
+			r.rec.update(func() {
+				switch {
+				case !ok:
+				case state == "" && j.enqueue == enqMaybe && final:
+					j.enqueue = enqNever
+					if len(j.holds) > 0 {
+						r.l.problem(violation{j.id + " (" + j.kind + ")", fmt.Sprintf("handed out as attempt %d, yet GET answers 404",
+							j.holds[0].attempt), now})
+					}
+				case state == "" && j.enqueue == enqAccepted:
+					j.final, j.finalAt = "404 not found", now
+				case state != "":
+					if j.enqueue == enqMaybe {
+						j.enqueue = enqAccepted
+					}
+					j.final, j.finalAt = state, now
+				}
+				if j.enqueue == enqMaybe || (j.enqueue == enqAccepted && !isTerminal(j.final)) {
+					mu.Lock()
+					open++
+					mu.Unlock()
+				}
+			})
+		})
+	}
+	wg.Wait()
+	return open
+}
+
+// readState GETs a job: its state, "" for 404, ok false when no jetgate
+// answered clearly.
+func (r *run) readState(ctx context.Context, id string) (state string, ok bool) {
+	for range 3 {
+		rep := r.api.do(ctx, http.MethodGet, "/ojs/v1/jobs/"+id, nil)
+		switch {
+		case rep.status == http.StatusNotFound:
+			return "", true
+		case rep.status == http.StatusOK:
+			var got struct {
+				Job struct {
+					State string `json:"state"`
+				} `json:"job"`
+			}
+			if json.Unmarshal(rep.body, &got) == nil && got.Job.State != "" {
+				return got.Job.State, true
+			}
+			return "", false
+		}
+	}
+	return "", false
+}
+
+// check runs every check over all the records so far; jobs accepted more
+// than s.drain ago must be terminal (all of them, when final). It returns
+// the number of new violations.
+func (r *run) check(final bool) int {
+	fresh := 0
+	for _, v := range r.l.takeProblems() {
+		if r.add(v) {
+			fresh++
+		}
+	}
+	for _, p := range append(append([]*proc(nil), r.c.jetgates...), r.c.nats...) {
+		for _, u := range p.takeUnexpected() {
+			if r.add(violation{p.name, u, time.Now()}) {
+				fresh++
+			}
+		}
+	}
+	openBefore := time.Now().Add(-r.s.drain)
+	if final {
+		openBefore = time.Now().Add(time.Hour)
+	}
+	unclear := r.rec.sortedUnclearFetches()
+	var found []violation
+	r.rec.update(func() {
+		jobs := make([]*jobRec, 0, len(r.rec.order))
+		for _, id := range r.rec.order {
+			jobs = append(jobs, r.rec.jobs[id])
+		}
+		found = append(found, checkJobs(jobs, openBefore)...)
+		ev, missing := checkEvents(jobs)
+		found = append(found, ev...)
+		r.missingEvents = missing
+		for _, h := range r.rec.unknownHolds {
+			found = append(found, violation{h.job, fmt.Sprintf("handed out as attempt %d to %s, but no producer enqueued it",
+				h.attempt, h.worker), h.fetchRecv})
+		}
+		byKey := map[string][]*hold{}
+		for _, j := range jobs {
+			if k := kindByName(j.kind); k != nil && k.key != "" {
+				byKey[k.key] = append(byKey[k.key], j.holds...)
+			}
+		}
+		for i := range kinds {
+			k := &kinds[i]
+			if k.conc > 0 && !r.checkedKey(k.key+"/c") {
+				found = append(found, checkConcurrency(k.key, k.conc, byKey[k.key])...)
+			}
+			if k.windowN > 0 && !r.checkedKey(k.key+"/w") {
+				found = append(found, checkWindow(k.key, k.windowN, k.windowP, byKey[k.key])...)
+			}
+			if k.throttleN > 0 && !r.checkedKey(k.key+"/t") {
+				found = append(found, checkThrottle(k.key, k.throttleN, k.throttleP, byKey[k.key])...)
+			}
+		}
+		found = append(found, checkBound(queueBounded, boundedDepth, jobs, unclear)...)
+	})
+	clear(r.keysChecked)
+	for _, v := range found {
+		if r.add(v) {
+			fresh++
+		}
+	}
+	return fresh
+}
+
+// checkedKey dedupes the per-key checks within one check (two kinds share
+// the concurrency key).
+func (r *run) checkedKey(k string) bool {
+	if r.keysChecked == nil {
+		r.keysChecked = map[string]bool{}
+	}
+	seen := r.keysChecked[k]
+	r.keysChecked[k] = true
+	return seen
+}
+
+type totals struct {
+	accepted, completed, discarded, cancelled, open, never, attempts, abandoned int
+}
+
+func (r *run) stats() totals {
+	var st totals
+	r.rec.update(func() {
+		for _, j := range r.rec.jobs {
+			st.attempts += len(j.holds)
+			for _, h := range j.holds {
+				if h.outcome == endAbandoned {
+					st.abandoned++
+				}
+			}
+			switch j.enqueue {
+			case enqNever:
+				st.never++
+				continue
+			case enqAccepted:
+				st.accepted++
+			default:
+				continue
+			}
+			switch j.final {
+			case "completed":
+				st.completed++
+			case "discarded":
+				st.discarded++
+			case "cancelled":
+				st.cancelled++
+			default:
+				st.open++
+			}
+		}
+	})
+	return st
+}
+
+// finish drains: waits (up to s.drain) until every accepted job is
+// terminal, decides the unclear enqueues, stops the workers, reads every
+// terminal job again (a terminal state never changes), runs the checks a
+// last time and reports.
+func (r *run) finish(ctx context.Context) {
+	t := r.t
+	deadline := time.Now().Add(r.s.drain)
+	for r.refresh(ctx, false) > 0 && time.Now().Before(deadline) {
+		sleepCtx(ctx, 500*time.Millisecond)
+	}
+	r.refresh(ctx, true)
+	r.stopWorkers()
+	r.workers = nil
+	r.recheckFinal(ctx)
+	r.check(true)
+	st := r.stats()
+	t.Logf("chaos: %d rounds in %s: jobs accepted %d, finished %d (completed %d, discarded %d, cancelled %d), not terminal %d; refused 429 %d, unclear enqueues never stored %d; attempts %d (abandoned by killed workers %d); unclear requests %d; kills: jetgate %d, nats %d, workers %d; bounded depth samples %d (max %d of %d); terminal events missing %d; violations %d",
+		r.s.rounds, time.Since(r.begin).Round(time.Second), st.accepted, st.completed+st.discarded+st.cancelled,
+		st.completed, st.discarded, st.cancelled, st.open, r.rec.refused429, st.never, st.attempts, st.abandoned,
+		r.rec.unclearRequests, r.kills.jetgate, r.kills.nats, r.kills.workers, r.rec.depthSamples, r.rec.maxDepthSeen,
+		boundedDepth, r.missingEvents, len(r.violations))
+	for _, v := range r.violations {
+		t.Errorf("violation: %s", v)
+	}
+}
+
+// recheckFinal reads every terminal job once more: its state must not have
+// changed.
+func (r *run) recheckFinal(ctx context.Context) {
+	var done []*jobRec
+	r.rec.update(func() {
+		for _, id := range r.rec.order {
+			if j := r.rec.jobs[id]; j.enqueue == enqAccepted && isTerminal(j.final) {
+				done = append(done, j)
+			}
+		}
+	})
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	for _, j := range done {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			state, ok := r.readState(ctx, j.id)
+			if ok && state != j.final {
+				r.l.problem(violation{j.id + " (" + j.kind + ")", fmt.Sprintf("read %q at %s, now %q: a terminal state changed",
+					j.final, stamp(j.finalAt), state), time.Now()})
+			}
+		})
+	}
+	wg.Wait()
+}
