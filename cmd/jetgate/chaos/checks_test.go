@@ -298,3 +298,57 @@ func checkBound(queue string, bound int, jobs []*jobRec, unclear []time.Time) []
 	}
 	return out
 }
+
+// How close the load came to each limit, for the report: a check of a limit
+// the load never reached would prove nothing.
+
+// peakConcurrency is the most attempts of a key certainly holding a slot at
+// once.
+func peakConcurrency(holds []*hold) int {
+	peak := 0
+	for _, a := range holds {
+		end := a.heldUntil()
+		if end.IsZero() || !end.After(a.fetchRecv) {
+			continue
+		}
+		n := 0
+		for _, b := range holds {
+			bEnd := b.heldUntil()
+			if !bEnd.IsZero() && !b.fetchRecv.After(a.fetchRecv) && bEnd.After(a.fetchRecv) {
+				n++
+			}
+		}
+		peak = max(peak, n)
+	}
+	return peak
+}
+
+// peakWindow is the most starts certainly in one window.
+func peakWindow(holds []*hold, period time.Duration) int {
+	count := map[int64]int{}
+	peak := 0
+	for _, h := range holds {
+		w := h.fetchSent.UnixNano() / int64(period)
+		if h.fetchRecv.UnixNano()/int64(period) == w {
+			count[w]++
+			peak = max(peak, count[w])
+		}
+	}
+	return peak
+}
+
+// closestStarts is the shortest "farthest apart two successive starts could
+// have been": near the throttle's gap when starts came back to back.
+func closestStarts(holds []*hold) time.Duration {
+	hs := append([]*hold(nil), holds...)
+	sort.Slice(hs, func(a, b int) bool { return hs[a].fetchRecv.Before(hs[b].fetchRecv) })
+	closest := time.Duration(-1)
+	for i := 1; i < len(hs); i++ {
+		a, b := hs[i-1], hs[i]
+		d := max(b.fetchRecv.Sub(a.fetchSent), a.fetchRecv.Sub(b.fetchSent))
+		if closest < 0 || d < closest {
+			closest = d
+		}
+	}
+	return closest
+}

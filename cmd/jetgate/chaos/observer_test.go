@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 )
@@ -61,7 +62,10 @@ func (r *run) refresh(ctx context.Context, final bool) (open int) {
 					}
 					j.final, j.finalAt = state, now
 				}
-				if j.enqueue == enqMaybe || (j.enqueue == enqAccepted && !isTerminal(j.final)) {
+				// An unclear enqueue that no jetgate knows 15 s on was not
+				// stored; final marks it so.
+				pending := j.enqueue == enqMaybe && time.Since(j.submitted) < 15*time.Second
+				if pending || (j.enqueue == enqAccepted && !isTerminal(j.final)) {
 					mu.Lock()
 					open++
 					mu.Unlock()
@@ -216,10 +220,12 @@ func (r *run) stats() totals {
 // last time and reports.
 func (r *run) finish(ctx context.Context) {
 	t := r.t
-	deadline := time.Now().Add(r.s.drain)
+	began := time.Now()
+	deadline := began.Add(r.s.drain)
 	for r.refresh(ctx, false) > 0 && time.Now().Before(deadline) {
 		sleepCtx(ctx, 500*time.Millisecond)
 	}
+	t.Logf("drained in %s", time.Since(began).Round(100*time.Millisecond))
 	r.refresh(ctx, true)
 	r.stopWorkers()
 	r.workers = nil
@@ -231,6 +237,7 @@ func (r *run) finish(ctx context.Context) {
 		st.completed, st.discarded, st.cancelled, st.open, r.rec.refused429, st.never, st.attempts, st.abandoned,
 		r.rec.unclearRequests, r.kills.jetgate, r.kills.nats, r.kills.workers, r.rec.depthSamples, r.rec.maxDepthSeen,
 		boundedDepth, r.missingEvents, len(r.violations))
+	t.Logf("chaos: limits reached: %s", r.peaks())
 	for _, v := range r.violations {
 		t.Errorf("violation: %s", v)
 	}
@@ -261,4 +268,35 @@ func (r *run) recheckFinal(ctx context.Context) {
 		})
 	}
 	wg.Wait()
+}
+
+// peaks says how close the load came to every limit.
+func (r *run) peaks() string {
+	var parts []string
+	r.rec.update(func() {
+		byKey := map[string][]*hold{}
+		for _, j := range r.rec.jobs {
+			if k := kindByName(j.kind); k != nil && k.key != "" {
+				byKey[k.key] = append(byKey[k.key], j.holds...)
+			}
+		}
+		seen := map[string]bool{}
+		for i := range kinds {
+			k := &kinds[i]
+			if k.key == "" || seen[k.key] {
+				continue
+			}
+			seen[k.key] = true
+			switch {
+			case k.conc > 0:
+				parts = append(parts, fmt.Sprintf("%s concurrency %d of %d", k.key, peakConcurrency(byKey[k.key]), k.conc))
+			case k.windowN > 0:
+				parts = append(parts, fmt.Sprintf("%s window %d of %d per %s", k.key, peakWindow(byKey[k.key], k.windowP), k.windowN, k.windowP))
+			case k.throttleN > 0:
+				parts = append(parts, fmt.Sprintf("%s closest starts at most %s apart (gap %s)", k.key,
+					closestStarts(byKey[k.key]).Round(time.Millisecond), k.throttleP/time.Duration(k.throttleN)))
+			}
+		}
+	})
+	return strings.Join(parts, ", ")
 }

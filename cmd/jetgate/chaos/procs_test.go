@@ -186,6 +186,7 @@ type cluster struct {
 func startCluster(ctx context.Context, t *testing.T, bins binaries, jetgateArgs []string) *cluster {
 	t.Helper()
 	dir := t.TempDir()
+	began := time.Now()
 	ports := freePorts(t, 12)
 	c := &cluster{}
 	var routes []string
@@ -243,8 +244,8 @@ cluster { name: "chaos", listen: "127.0.0.1:%d", routes: [%s] }
 			t.Fatal(err)
 		}
 	}
-	t.Logf("cluster up: nats %s, jetgate %s, logs in %s", strings.Join(c.natsURLs, ","),
-		strings.Join(c.baseURLs, ","), dir)
+	t.Logf("cluster up in %s: nats %s, jetgate %s, logs in %s", time.Since(began).Round(100*time.Millisecond),
+		strings.Join(c.natsURLs, ","), strings.Join(c.baseURLs, ","), dir)
 	return c
 }
 
