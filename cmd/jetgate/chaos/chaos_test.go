@@ -182,9 +182,9 @@ func (r *run) round(ctx context.Context, round int) {
 	r.refresh(ctx, false)
 	fresh := r.check(false)
 	st := r.stats()
-	r.t.Logf("round %d/%d (%s): accepted %d, finished %d (completed %d, discarded %d), open %d, refused 429 %d, unclear requests %d, attempts %d, kills jetgate %d nats %d workers %d (jobs abandoned %d), violations %d (new %d)",
+	r.t.Logf("round %d/%d (%s): accepted %d, finished %d (completed %d, discarded %d), open %d %s, refused 429 %d, unclear requests %d, attempts %d, kills jetgate %d nats %d workers %d (jobs abandoned %d), violations %d (new %d)",
 		round, r.s.rounds, time.Since(start).Round(100*time.Millisecond), st.accepted, st.completed+st.discarded+st.cancelled,
-		st.completed, st.discarded, st.open, r.rec.refused429, r.rec.unclearRequests, st.attempts,
+		st.completed, st.discarded, st.open, r.openByKind(), r.rec.refused429, r.rec.unclearRequests, st.attempts,
 		r.kills.jetgate, r.kills.nats, r.kills.workers, r.kills.abandoned, len(r.violations), fresh)
 }
 
@@ -277,4 +277,17 @@ func (r *run) sampleDepth(ctx context.Context) {
 				d, boundedDepth, got.Stats.Bound), time.Now()})
 		}
 	}
+}
+
+// openByKind is the producers' backlog per kind, as the last refresh read it.
+func (r *run) openByKind() string {
+	r.l.mu.Lock()
+	defer r.l.mu.Unlock()
+	var parts []string
+	for i := range kinds {
+		if n := r.l.backlog[kinds[i].name]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", strings.TrimPrefix(kinds[i].name, "chaos."), n))
+		}
+	}
+	return "(" + strings.Join(parts, ", ") + ")"
 }

@@ -78,7 +78,7 @@ func (k *kind) timeout() time.Duration {
 func (k *kind) body(id string, seq int) map[string]any {
 	job := map[string]any{
 		"id": id, "type": k.name, "args": []any{seq}, "queue": k.queue,
-		"retry": map[string]any{"max_attempts": 3, "initial_interval": "PT0.2S", "backoff_coefficient": 1,
+		"retry": map[string]any{"max_attempts": retryPolicyAttempts, "initial_interval": "PT0.2S", "backoff_coefficient": 1,
 			"max_interval": "PT1S", "jitter": false},
 		"heartbeat_timeout_ms": jobHeartbeatTimeout.Milliseconds(),
 		"timeout_ms":           k.timeout().Milliseconds(),
@@ -115,6 +115,30 @@ type load struct {
 	mu       sync.Mutex
 	problems []violation // answers no correct jetgate gives (or harness bugs)
 	seq      int
+	backlog  map[string]int // per kind: accepted, not yet acked or nacked for the last time
+}
+
+// maxBacklog is how many jobs of one kind may be accepted and not yet
+// finished before its producer holds back: the load stays steady instead of
+// piling up behind a rate limit on a slow machine.
+const maxBacklog = 40
+
+// retryPolicyAttempts is every job's max_attempts.
+const retryPolicyAttempts = 3
+
+func (l *load) addBacklog(kind string, n int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.backlog == nil {
+		l.backlog = map[string]int{}
+	}
+	l.backlog[kind] += n
+}
+
+func (l *load) backedUp(kind string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.backlog[kind] >= maxBacklog
 }
 
 func (l *load) problem(v violation) {
@@ -154,6 +178,9 @@ func (l *load) produceKind(ctx context.Context, round int, k *kind, wg *sync.Wai
 		if !sleepCtx(ctx, every+jitter) {
 			return
 		}
+		if l.backedUp(k.name) {
+			continue
+		}
 		n := max(k.burst, 1)
 		for range n {
 			select {
@@ -191,6 +218,7 @@ func (l *load) submit(round int, k *kind) {
 		case r.status == http.StatusCreated,
 			r.status == http.StatusConflict && r.errorCode() == "duplicate" && hadUnclear:
 			l.rec.update(func() { j.enqueue, j.acceptedAt = enqAccepted, now })
+			l.addBacklog(k.name, 1)
 			return
 		case r.status == http.StatusTooManyRequests:
 			l.rec.update(func() {
@@ -291,7 +319,7 @@ func (w *worker) loop() {
 		}
 		for _, gj := range got.Jobs {
 			k := kindByName(gj.Type)
-			h := &hold{job: gj.ID, worker: w.id, attempt: gj.Attempt, fetchSent: sent, fetchRecv: recv,
+			h := &hold{job: gj.ID, kind: gj.Type, worker: w.id, attempt: gj.Attempt, fetchSent: sent, fetchRecv: recv,
 				execTimeout: jobExecTimeout, hbTimeout: jobHeartbeatTimeout}
 			if k != nil {
 				h.execTimeout = k.timeout()
@@ -364,6 +392,9 @@ func (w *worker) finish(h *hold, ok bool) {
 		recv := time.Now()
 		switch {
 		case r.status == http.StatusOK:
+			if k := kindByName(h.kind); k != nil && (ok || h.attempt >= retryPolicyAttempts) {
+				w.l.addBacklog(k.name, -1)
+			}
 			w.l.rec.update(func() {
 				if ok {
 					h.outcome = endAck200

@@ -74,6 +74,19 @@ func (r *run) refresh(ctx context.Context, final bool) (open int) {
 		})
 	}
 	wg.Wait()
+	// Reset the producers' backlog from what the jetgates said (the workers'
+	// count misses jobs that ended without a clear answer).
+	backlog := map[string]int{}
+	r.rec.update(func() {
+		for _, j := range r.rec.jobs {
+			if j.enqueue == enqAccepted && !isTerminal(j.final) {
+				backlog[j.kind]++
+			}
+		}
+	})
+	r.l.mu.Lock()
+	r.l.backlog = backlog
+	r.l.mu.Unlock()
 	return open
 }
 

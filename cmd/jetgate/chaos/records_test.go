@@ -28,14 +28,14 @@ const (
 // hold is one attempt of a job as one worker had it. The times are all read
 // from the test process's clock.
 type hold struct {
-	job, worker string
-	attempt     int
-	fetchSent   time.Time // the fetch request left the worker
-	fetchRecv   time.Time // its answer arrived: the start lies in [fetchSent, fetchRecv]
-	endSent     time.Time // first ack or nack request left the worker (zero: none)
-	killed      time.Time // the worker died holding it (zero: it did not)
-	lastExt     time.Time // send time of the last heartbeat that extended it (zero: none)
-	outcome     string
+	job, kind, worker string
+	attempt           int
+	fetchSent         time.Time // the fetch request left the worker
+	fetchRecv         time.Time // its answer arrived: the start lies in [fetchSent, fetchRecv]
+	endSent           time.Time // first ack or nack request left the worker (zero: none)
+	killed            time.Time // the worker died holding it (zero: it did not)
+	lastExt           time.Time // send time of the last heartbeat that extended it (zero: none)
+	outcome           string
 
 	// Limits the attempt ran under, from its kind.
 	execTimeout time.Duration
