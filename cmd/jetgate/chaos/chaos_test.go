@@ -108,7 +108,7 @@ var workerSets = []struct {
 func (r *run) setup(ctx context.Context) {
 	t := r.t
 	rep := r.api.do(ctx, http.MethodPut, "/ojs/v1/admin/queues/"+queueBounded+"/config",
-		map[string]any{"backpressure": map[string]any{"max_depth": boundedDepth, "strategy": "reject"}})
+		map[string]any{"backpressure": map[string]any{"max_depth": boundedDepth, "strategy": "reject", "count_active": true}})
 	if rep.status != http.StatusOK {
 		t.Fatalf("bound %s: %s", queueBounded, rep)
 	}
@@ -182,9 +182,9 @@ func (r *run) round(ctx context.Context, round int) {
 	r.refresh(ctx, false)
 	fresh := r.check(false)
 	st := r.stats()
-	r.t.Logf("round %d/%d (%s): accepted %d, finished %d (completed %d, discarded %d), open %d %s, refused 429 %d, unclear requests %d, attempts %d, kills jetgate %d nats %d workers %d (jobs abandoned %d), violations %d (new %d)",
+	r.t.Logf("round %d/%d (%s): accepted %d, finished %d (completed %d, discarded %d), open %d %s (oldest %s), refused 429 %d, unclear requests %d, attempts %d, kills jetgate %d nats %d workers %d (jobs abandoned %d), violations %d (new %d)",
 		round, r.s.rounds, time.Since(start).Round(100*time.Millisecond), st.accepted, st.completed+st.discarded+st.cancelled,
-		st.completed, st.discarded, st.open, r.openByKind(), r.rec.refused429, r.rec.unclearRequests, st.attempts,
+		st.completed, st.discarded, st.open, r.openByKind(), st.oldestOpen.Round(time.Second), r.rec.refused429, r.rec.unclearRequests, st.attempts,
 		r.kills.jetgate, r.kills.nats, r.kills.workers, r.kills.abandoned, len(r.violations), fresh)
 }
 
@@ -261,7 +261,6 @@ func (r *run) sampleDepth(ctx context.Context) {
 		var got struct {
 			Stats struct {
 				Depth *int `json:"depth"`
-				Bound *int `json:"bound"`
 			} `json:"stats"`
 		}
 		if json.Unmarshal(rep.body, &got) != nil || got.Stats.Depth == nil {
@@ -273,8 +272,8 @@ func (r *run) sampleDepth(ctx context.Context) {
 			r.rec.maxDepthSeen = max(r.rec.maxDepthSeen, d)
 		})
 		if d > boundedDepth {
-			r.l.problem(violation{"queue " + queueBounded, fmt.Sprintf("stats report depth %d above the bound %d (bound field %v)",
-				d, boundedDepth, got.Stats.Bound), time.Now()})
+			r.l.problem(violation{"queue " + queueBounded, fmt.Sprintf("stats report depth %d above the bound %d (count_active: no overdraft allowed); stats %s",
+				d, boundedDepth, rep.body), time.Now()})
 		}
 	}
 }
@@ -284,10 +283,13 @@ func (r *run) openByKind() string {
 	r.l.mu.Lock()
 	defer r.l.mu.Unlock()
 	var parts []string
+	seen := map[string]bool{}
 	for i := range kinds {
-		if n := r.l.backlog[kinds[i].name]; n > 0 {
-			parts = append(parts, fmt.Sprintf("%s %d", strings.TrimPrefix(kinds[i].name, "chaos."), n))
+		g := kinds[i].backlogGroup()
+		if n := r.l.backlog[g]; n > 0 && !seen[g] {
+			parts = append(parts, fmt.Sprintf("%s %d", strings.TrimPrefix(g, "chaos."), n))
 		}
+		seen[g] = true
 	}
 	return "(" + strings.Join(parts, ", ") + ")"
 }

@@ -16,7 +16,7 @@ import (
 // Queues of the load.
 const (
 	queueMain    = "chaos-main"    // priorities 0..9, retries, execution timeouts
-	queueBounded = "chaos-bounded" // max_depth boundedDepth, reject
+	queueBounded = "chaos-bounded" // max_depth boundedDepth, reject, count_active
 	queueLimits  = "chaos-limits"  // rate-limited keys
 	boundedDepth = 10
 )
@@ -68,6 +68,15 @@ func kindByName(name string) *kind {
 	return nil
 }
 
+// backlogGroup is what the producers' backlog counts by: the rate limit
+// key when there is one (kinds sharing a key share its throughput).
+func (k *kind) backlogGroup() string {
+	if k.key != "" {
+		return k.key
+	}
+	return k.name
+}
+
 func (k *kind) timeout() time.Duration {
 	if k.execTimeout > 0 {
 		return k.execTimeout
@@ -115,30 +124,30 @@ type load struct {
 	mu       sync.Mutex
 	problems []violation // answers no correct jetgate gives (or harness bugs)
 	seq      int
-	backlog  map[string]int // per kind: accepted, not yet acked or nacked for the last time
+	backlog  map[string]int // per backlogGroup: accepted, not yet acked or nacked for the last time
 }
 
 // maxBacklog is how many jobs of one kind may be accepted and not yet
 // finished before its producer holds back: the load stays steady instead of
 // piling up behind a rate limit on a slow machine.
-const maxBacklog = 40
+const maxBacklog = 30
 
 // retryPolicyAttempts is every job's max_attempts.
 const retryPolicyAttempts = 3
 
-func (l *load) addBacklog(kind string, n int) {
+func (l *load) addBacklog(group string, n int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.backlog == nil {
 		l.backlog = map[string]int{}
 	}
-	l.backlog[kind] += n
+	l.backlog[group] += n
 }
 
-func (l *load) backedUp(kind string) bool {
+func (l *load) backedUp(group string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.backlog[kind] >= maxBacklog
+	return l.backlog[group] >= maxBacklog
 }
 
 func (l *load) problem(v violation) {
@@ -178,7 +187,7 @@ func (l *load) produceKind(ctx context.Context, round int, k *kind, wg *sync.Wai
 		if !sleepCtx(ctx, every+jitter) {
 			return
 		}
-		if l.backedUp(k.name) {
+		if l.backedUp(k.backlogGroup()) {
 			continue
 		}
 		n := max(k.burst, 1)
@@ -218,7 +227,7 @@ func (l *load) submit(round int, k *kind) {
 		case r.status == http.StatusCreated,
 			r.status == http.StatusConflict && r.errorCode() == "duplicate" && hadUnclear:
 			l.rec.update(func() { j.enqueue, j.acceptedAt = enqAccepted, now })
-			l.addBacklog(k.name, 1)
+			l.addBacklog(k.backlogGroup(), 1)
 			return
 		case r.status == http.StatusTooManyRequests:
 			l.rec.update(func() {
@@ -393,7 +402,7 @@ func (w *worker) finish(h *hold, ok bool) {
 		switch {
 		case r.status == http.StatusOK:
 			if k := kindByName(h.kind); k != nil && (ok || h.attempt >= retryPolicyAttempts) {
-				w.l.addBacklog(k.name, -1)
+				w.l.addBacklog(k.backlogGroup(), -1)
 			}
 			w.l.rec.update(func() {
 				if ok {
