@@ -51,8 +51,8 @@ func checkJobs(jobs []*jobRec, openBefore time.Time) []violation {
 				j.holds[0].attempt, j.holds[0].worker), j.holds[0].fetchRecv})
 		}
 		if j.enqueue == enqAccepted && !isTerminal(j.final) && j.submitted.Before(openBefore) {
-			out = append(out, violation{name, fmt.Sprintf("submitted at %s, accepted at %s, but not terminal after the drain: state %q",
-				stamp(j.submitted), stamp(j.acceptedAt), j.final), j.finalAt})
+			out = append(out, violation{name, fmt.Sprintf("submitted at %s, accepted at %s, but not terminal after the drain: state %q; attempts seen: %s",
+				stamp(j.submitted), stamp(j.acceptedAt), j.final, j.history()), j.finalAt})
 		}
 		out = append(out, checkAttempts(name, j)...)
 		out = append(out, checkAcks(name, j)...)
@@ -351,4 +351,17 @@ func closestStarts(holds []*hold) time.Duration {
 		}
 	}
 	return closest
+}
+
+// history lists the attempts the workers saw, for violation messages.
+func (j *jobRec) history() string {
+	if len(j.holds) == 0 {
+		return "none"
+	}
+	var parts []string
+	for _, h := range j.holds {
+		parts = append(parts, fmt.Sprintf("#%d by %s fetched %s..%s, %s at %s", h.attempt, h.worker,
+			stamp(h.fetchSent), stamp(h.fetchRecv), h.outcome, stamp(h.endSent)))
+	}
+	return strings.Join(parts, "; ")
 }
