@@ -186,6 +186,13 @@ type cluster struct {
 func startCluster(ctx context.Context, t *testing.T, bins binaries, jetgateArgs []string) *cluster {
 	t.Helper()
 	dir := t.TempDir()
+	logDir := dir
+	if d := os.Getenv("JETGATE_CHAOS_LOGDIR"); d != "" {
+		logDir = d
+		if err := os.MkdirAll(logDir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	began := time.Now()
 	ports := freePorts(t, 12)
 	c := &cluster{}
@@ -208,7 +215,7 @@ cluster { name: "chaos", listen: "127.0.0.1:%d", routes: [%s] }
 			t.Fatal(err)
 		}
 		p := &proc{name: "nats " + name, bin: bins.natsServer, args: []string{"-c", conf},
-			logPath: filepath.Join(dir, name+".log")}
+			logPath: filepath.Join(logDir, name+".log")}
 		c.nats = append(c.nats, p)
 		c.natsMon = append(c.natsMon, fmt.Sprintf("http://127.0.0.1:%d", ports[6+i]))
 	}
@@ -231,7 +238,7 @@ cluster { name: "chaos", listen: "127.0.0.1:%d", routes: [%s] }
 			"--replicas", "3",
 			"--instance-name", name,
 		}, jetgateArgs...)
-		p := &proc{name: name, bin: bins.jetgate, args: args, logPath: filepath.Join(dir, name+".log")}
+		p := &proc{name: name, bin: bins.jetgate, args: args, logPath: filepath.Join(logDir, name+".log")}
 		c.jetgates = append(c.jetgates, p)
 		c.baseURLs = append(c.baseURLs, fmt.Sprintf("http://127.0.0.1:%d", ports[9+i]))
 	}
@@ -245,7 +252,7 @@ cluster { name: "chaos", listen: "127.0.0.1:%d", routes: [%s] }
 		}
 	}
 	t.Logf("cluster up in %s: nats %s, jetgate %s, logs in %s", time.Since(began).Round(100*time.Millisecond),
-		strings.Join(c.natsURLs, ","), strings.Join(c.baseURLs, ","), dir)
+		strings.Join(c.natsURLs, ","), strings.Join(c.baseURLs, ","), logDir)
 	return c
 }
 
