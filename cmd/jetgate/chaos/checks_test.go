@@ -41,7 +41,7 @@ var terminalEvent = map[string]string{
 // each attempt goes to one worker, at most one successful ack, nothing
 // handed out after a successful ack, a successful ack means completed, a
 // refused job is never handed out.
-// Jobs submitted after openBefore may still be running.
+// Jobs submitted after openBefore may still be running (zero: all may).
 func checkJobs(jobs []*jobRec, openBefore time.Time) []violation {
 	var out []violation
 	for _, j := range jobs {

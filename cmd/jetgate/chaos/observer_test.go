@@ -130,7 +130,9 @@ func (r *run) check(final bool) int {
 			}
 		}
 	}
-	openBefore := time.Now().Add(-r.s.drain)
+	// Only the final drain decides that a job did not end: between rounds
+	// the load still runs, and a job slow behind its key is not lost.
+	var openBefore time.Time
 	if final {
 		openBefore = time.Now().Add(time.Hour)
 	}
@@ -192,6 +194,8 @@ func (r *run) checkedKey(k string) bool {
 type totals struct {
 	accepted, completed, discarded, cancelled, open, never, attempts, abandoned int
 	oldestOpen                                                                  time.Duration
+	late                                                                        int           // open, or ended, longer than s.drain after submission
+	longest                                                                     time.Duration // of the ended jobs: submission to the read that found them ended
 }
 
 func (r *run) stats() totals {
@@ -223,6 +227,15 @@ func (r *run) stats() totals {
 			default:
 				st.open++
 				st.oldestOpen = max(st.oldestOpen, time.Since(j.submitted))
+				if time.Since(j.submitted) > r.s.drain {
+					st.late++
+				}
+				continue
+			}
+			took := j.finalAt.Sub(j.submitted)
+			st.longest = max(st.longest, took)
+			if took > r.s.drain {
+				st.late++
 			}
 		}
 	})
@@ -253,7 +266,13 @@ func (r *run) finish(ctx context.Context) {
 		r.rec.unclearRequests, r.kills.jetgate, r.kills.nats, r.kills.workers, r.rec.depthSamples, r.rec.maxDepthSeen,
 		boundedDepth, r.missingEvents, len(r.violations))
 	t.Logf("chaos: limits reached: %s", r.peaks())
+	t.Logf("chaos: jobs that took longer than %s to end (or never did): %d; longest to end %s (read once per round, so within a round)",
+		r.s.drain, st.late, st.longest.Round(time.Second))
 	r.compareStats(ctx)
+	for _, key := range []string{"chaos-conc", "chaos-window", "chaos-throttle"} {
+		rep := r.api.do(ctx, http.MethodGet, "/ojs/v1/rate-limits/"+key, nil)
+		t.Logf("chaos: rate limit %s after the drain: %s", key, rep)
+	}
 	for _, v := range r.violations {
 		t.Errorf("violation: %s", v)
 	}
