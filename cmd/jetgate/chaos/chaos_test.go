@@ -20,6 +20,7 @@ type settings struct {
 	rounds int           // JETGATE_CHAOS_ROUNDS (unset or 0: TestChaos is skipped)
 	load   time.Duration // JETGATE_CHAOS_ROUND: least time of load per round (10s)
 	drain  time.Duration // JETGATE_CHAOS_DRAIN: how long an accepted job may take to end (150s)
+	calm   bool          // JETGATE_CHAOS_CALM=1: the same load and checks, nothing killed (a baseline)
 }
 
 func readSettings(t *testing.T) settings {
@@ -32,6 +33,7 @@ func readSettings(t *testing.T) settings {
 		}
 		s.rounds = n
 	}
+	s.calm = os.Getenv("JETGATE_CHAOS_CALM") == "1"
 	for env, dst := range map[string]*time.Duration{"JETGATE_CHAOS_ROUND": &s.load, "JETGATE_CHAOS_DRAIN": &s.drain} {
 		if v := os.Getenv(env); v != "" {
 			d, err := time.ParseDuration(v)
@@ -167,13 +169,15 @@ func (r *run) round(ctx context.Context, round int) {
 	wg.Go(func() { r.l.produce(loadCtx, round) })
 	wg.Go(func() { r.sampleDepth(loadCtx) })
 
-	jg, node := (round-1)%3, (round+1)%3
-	r.step(loadCtx, 1500*time.Millisecond)
-	r.killJetgate(ctx, jg)
-	r.killWorker(loadCtx, round)
-	r.step(loadCtx, time.Second)
-	r.killNATS(ctx, node)
-	r.killWorker(loadCtx, round+1)
+	if !r.s.calm {
+		jg, node := (round-1)%3, (round+1)%3
+		r.step(loadCtx, 1500*time.Millisecond)
+		r.killJetgate(ctx, jg)
+		r.killWorker(loadCtx, round)
+		r.step(loadCtx, time.Second)
+		r.killNATS(ctx, node)
+		r.killWorker(loadCtx, round+1)
+	}
 	if rest := r.s.load - time.Since(start); rest > 0 {
 		sleepCtx(ctx, rest)
 	}

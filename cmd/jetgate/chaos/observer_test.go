@@ -322,6 +322,9 @@ func (r *run) peaks() string {
 				continue
 			}
 			seen[k.key] = true
+			n := len(byKey[k.key])
+			parts = append(parts, fmt.Sprintf("%s: %d starts seen (%.2f/s over the run)", k.key, n,
+				float64(n)/time.Since(r.begin).Seconds()))
 			switch {
 			case k.conc > 0:
 				parts = append(parts, fmt.Sprintf("%s concurrency %d of %d", k.key, peakConcurrency(byKey[k.key]), k.conc))
