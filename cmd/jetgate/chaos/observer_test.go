@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -275,6 +276,14 @@ func (r *run) finish(ctx context.Context) {
 	}
 	for _, v := range r.violations {
 		t.Errorf("violation: %s", v)
+	}
+	if hold := os.Getenv("JETGATE_CHAOS_HOLD"); hold != "" && len(r.violations) > 0 {
+		d, err := time.ParseDuration(hold)
+		if err == nil {
+			t.Logf("chaos: JETGATE_CHAOS_HOLD: the cluster stays up %s for inspection: nats %s, jetgate %s",
+				d, strings.Join(r.c.natsURLs, ","), strings.Join(r.c.baseURLs, ","))
+			sleepCtx(ctx, d)
+		}
 	}
 }
 
