@@ -319,18 +319,19 @@ func (s *Service) promote(ctx context.Context, e kvlimits.Entry) error {
 		return nil
 	}
 	// A waiter whose job moved on (cancelled, or started from a copy of
-	// its message) is dropped rather than given a slot.
-	live := ws[:0]
-	for _, w := range ws {
-		j, _, err := s.store.Get(ctx, w.JobID)
-		switch {
-		case err != nil && !isNotFound(err):
-			return err
-		case err == nil && j.State == ojs.StateAvailable && j.Internal.Token == w.Token:
-			live = append(live, w)
-		default:
-			s.store.Drop(ctx, w)
-		}
+	// its message) is dropped rather than given a slot. A read behind the
+	// park (a revision not past the one the parking claim read, as a
+	// newly elected stream leader may answer) proves nothing: the waiter
+	// stays for a later round, and the waiters after it are read in its
+	// place. Dropping it lost the job: its record stays available with no
+	// message left to start it (found by the chaos suite,
+	// cmd/jetgate/chaos, with NATS nodes killed).
+	live, behind, err := s.liveWaiters(ctx, e, ws)
+	if err != nil {
+		return err
+	}
+	if behind {
+		s.promoter.at(e, now.Add(time.Second))
 	}
 	var taken, gone []jobstore.Waiter
 	if err := s.limits.Update(ctx, e, func(st *kvlimits.State) bool {
@@ -379,6 +380,39 @@ func (s *Service) promote(ctx context.Context, e kvlimits.Entry) error {
 	// Look again: more may start now (a full round), or later.
 	s.promoter.kick(e)
 	return nil
+}
+
+// liveWaiters returns the waiters of ws whose job is still available with
+// their token, dropping those whose job moved on. A waiter whose record
+// read is behind its park is kept and replaced, for this round, by the
+// next waiters of the entry (a few reads at most); behind reports one.
+func (s *Service) liveWaiters(ctx context.Context, e kvlimits.Entry, ws []jobstore.Waiter) (live []jobstore.Waiter, behind bool, err error) {
+	seen := map[uint64]bool{}
+	for round := 0; len(ws) > 0; round++ {
+		skipped := 0
+		for _, w := range ws {
+			seen[w.Seq] = true
+			j, rev, err := s.store.Get(ctx, w.JobID)
+			switch {
+			case err != nil && !isNotFound(err):
+				return nil, behind, err
+			case err == nil && j.State == ojs.StateAvailable && j.Internal.Token == w.Token:
+				live = append(live, w)
+			case err == nil && w.BaseRev != 0 && rev <= w.BaseRev:
+				behind = true
+				skipped++
+			default:
+				s.store.Drop(ctx, w)
+			}
+		}
+		if skipped == 0 || round == 3 {
+			break
+		}
+		if ws, err = s.store.Waiters(ctx, e.Name(), skipped, func(seq uint64) bool { return seen[seq] }); err != nil {
+			return nil, behind, err
+		}
+	}
+	return live, behind, nil
 }
 
 // reclaim releases the slots of rs whose activation is over: those known

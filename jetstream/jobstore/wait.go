@@ -31,10 +31,20 @@ type Waiter struct {
 
 // Park stores a waiter for job j on the limit entry named entry. The job
 // record does not change: a parked job stays available.
+//
+// The waiter carries, as HeaderBaseRev, the revision before j.Rev, the
+// record revision the parking claim read: a later read of the record at
+// that revision or below is behind the park (on a cluster, a stream
+// leader just elected may answer before it applied the latest writes),
+// and must not be taken for the job having moved on (staleOrEarly in
+// admission). Promote carries it on to the ready message.
 func (s *Store) Park(ctx context.Context, entry string, j *ojs.Job, at time.Time) error {
 	m := nats.NewMsg(topology.WaitSubject(entry, j.Priority))
 	m.Header.Set(HeaderJobID, j.ID)
 	m.Header.Set(HeaderToken, j.Internal.Token)
+	if j.Rev > 1 {
+		m.Header.Set(HeaderBaseRev, strconv.FormatUint(j.Rev-1, 10))
+	}
 	m.Header.Set(headerQueue, j.Queue)
 	m.Header.Set(HeaderParkedAt, at.UTC().Format(time.RFC3339Nano))
 	if _, err := s.js.PublishMsg(ctx, m); err != nil {
@@ -56,8 +66,9 @@ func ParkedAt(h nats.Header) time.Time {
 }
 
 // Waiters returns up to n of the entry's waiters, lowest priority value
-// first and oldest first within a priority, leaving out those skip names.
-func (s *Store) Waiters(ctx context.Context, entry string, n int, skip func(jobID string) bool) ([]Waiter, error) {
+// first and oldest first within a priority, leaving out the waiters (by
+// their stream sequence) that skip names.
+func (s *Store) Waiters(ctx context.Context, entry string, n int, skip func(seq uint64) bool) ([]Waiter, error) {
 	if n <= 0 {
 		return nil, nil
 	}
@@ -83,7 +94,7 @@ func (s *Store) Waiters(ctx context.Context, entry string, n int, skip func(jobI
 				_ = s.assets.Wait.DeleteMsg(ctx, m.Sequence)
 				continue
 			}
-			if skip != nil && skip(ref.JobID) {
+			if skip != nil && skip(m.Sequence) {
 				continue
 			}
 			out = append(out, Waiter{MsgRef: ref, Seq: m.Sequence, Queue: m.Header.Get(headerQueue), Priority: p, ParkedAt: ParkedAt(m.Header)})
@@ -136,6 +147,9 @@ func (s *Store) Promote(ctx context.Context, w Waiter) error {
 	m.Header.Set(HeaderJobID, w.JobID)
 	m.Header.Set(HeaderToken, w.Token)
 	m.Header.Set(HeaderPromoted, "1")
+	if w.BaseRev > 0 {
+		m.Header.Set(HeaderBaseRev, strconv.FormatUint(w.BaseRev, 10))
+	}
 	if !w.ParkedAt.IsZero() {
 		m.Header.Set(HeaderParkedAt, w.ParkedAt.UTC().Format(time.RFC3339Nano))
 	}
