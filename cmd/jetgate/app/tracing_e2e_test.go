@@ -54,10 +54,7 @@ func TestTraceContinuesFromProducerToWorker(t *testing.T) {
 		t.Fatalf("ack: %d %s", ack.status, ack.raw)
 	}
 
-	spans := map[string]sdktrace.ReadOnlySpan{}
-	for _, sp := range rec.Ended() {
-		spans[sp.Name()] = sp
-	}
+	spans := endedSpans(t, rec, "POST /ojs/v1/jobs", "POST /ojs/v1/workers/fetch", "POST /ojs/v1/workers/ack")
 	enqSpan, fetchSpan, ackSpan := spans["POST /ojs/v1/jobs"], spans["POST /ojs/v1/workers/fetch"], spans["POST /ojs/v1/workers/ack"]
 	if enqSpan == nil || fetchSpan == nil || ackSpan == nil {
 		t.Fatalf("spans recorded: %v", names(rec.Ended()))
@@ -152,10 +149,7 @@ func TestTraceOverNATSBinding(t *testing.T) {
 	req("ojs.v1.workers.fetch", `{"queues":["traced-nats"],"worker_id":"w1"}`, "")
 	req("ojs.v1.workers.ack", fmt.Sprintf(`{"job_id":%q}`, job["id"]), "00-"+traceID+"-b7ad6b7169203331-01")
 
-	spans := map[string]sdktrace.ReadOnlySpan{}
-	for _, sp := range rec.Ended() {
-		spans[sp.Name()] = sp
-	}
+	spans := endedSpans(t, rec, "ojs.v1.jobs.enqueue", "ojs.v1.workers.fetch", "ojs.v1.workers.ack")
 	enqSpan, fetchSpan, ackSpan := spans["ojs.v1.jobs.enqueue"], spans["ojs.v1.workers.fetch"], spans["ojs.v1.workers.ack"]
 	if enqSpan == nil || fetchSpan == nil || ackSpan == nil {
 		t.Fatalf("spans recorded: %v", names(rec.Ended()))
@@ -168,5 +162,27 @@ func TestTraceOverNATSBinding(t *testing.T) {
 	}
 	if ackSpan.Parent().SpanID().String() != "b7ad6b7169203331" || ackSpan.SpanContext().TraceID().String() != traceID {
 		t.Fatalf("ack span %v parent %v", ackSpan.SpanContext(), ackSpan.Parent())
+	}
+}
+
+// endedSpans waits (generous bound) until spans of every name have ended:
+// a request's span ends just after its answer is sent, so the answer can
+// reach the test first.
+func endedSpans(t *testing.T, rec *tracetest.SpanRecorder, names ...string) map[string]sdktrace.ReadOnlySpan {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		spans := map[string]sdktrace.ReadOnlySpan{}
+		for _, sp := range rec.Ended() {
+			spans[sp.Name()] = sp
+		}
+		all := true
+		for _, n := range names {
+			all = all && spans[n] != nil
+		}
+		if all || time.Now().After(deadline) {
+			return spans
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
