@@ -4,39 +4,14 @@ import (
 	"context"
 
 	"github.com/jetgate/jetgate/admission/ojs"
+	"github.com/jetgate/jetgate/admission/ojs/wire"
 )
 
-// Backend is what the NATS binding asks of the layer below: the same
-// methods, with the same meaning, as httpbind.Backend, so the value that
-// serves HTTP serves NATS too (Go's structural typing; natsbind does not
-// import httpbind). Errors are the ojs sentinels and typed errors, mapped
-// by wire.Classify exactly as HTTP maps them.
-type Backend interface {
-	Enqueue(ctx context.Context, job *ojs.Job) (*ojs.Job, error)
-	// EnqueueBatch enqueues all jobs or none.
-	EnqueueBatch(ctx context.Context, jobs []*ojs.Job) ([]*ojs.Job, error)
-	Get(ctx context.Context, id string) (*ojs.Job, error)
-	// Cancel returns the cancelled job and the state it left.
-	Cancel(ctx context.Context, id string) (*ojs.Job, ojs.State, error)
-	Activate(ctx context.Context, id string) (*ojs.Job, error)
-
-	Fetch(ctx context.Context, req ojs.FetchRequest) ([]*ojs.Job, error)
-	Ack(ctx context.Context, req ojs.AckRequest) (*ojs.AckResult, error)
-	Nack(ctx context.Context, req ojs.NackRequest) (*ojs.NackResult, error)
-	Heartbeat(ctx context.Context, req ojs.HeartbeatRequest) (*ojs.HeartbeatResult, error)
-
-	ListQueues(ctx context.Context) ([]ojs.QueueInfo, error)
-	QueueStats(ctx context.Context, name string) (*ojs.QueueStats, error)
-	PauseQueue(ctx context.Context, name string) (*ojs.QueueInfo, error)
-	ResumeQueue(ctx context.Context, name string) (*ojs.QueueInfo, error)
-
-	ListDeadLetter(ctx context.Context, q ojs.DeadLetterQuery) (*ojs.JobPage, error)
-	RetryDeadLetter(ctx context.Context, id string) (*ojs.Job, error)
-	DeleteDeadLetter(ctx context.Context, id string) error
-
-	RecentEvents(ctx context.Context, q ojs.EventQuery) ([]ojs.Event, error)
-	Health(ctx context.Context) ojs.Health
-}
+// Backend is what the NATS binding asks of the layer below: the core
+// operations httpbind.Backend has too (wire.Core), so the value that serves
+// HTTP serves NATS. Errors are mapped by wire.Classify exactly as HTTP maps
+// them.
+type Backend = wire.Core
 
 // PriorityBackend serves jobs.patch (priority) and queues.prioritystats;
 // a Backend that implements it gets those endpoints (as httpbind's).
