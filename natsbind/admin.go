@@ -51,19 +51,12 @@ func (s *Service) setQueueState(c *call, op func(context.Context, string) (*ojs.
 // queueConfig reads a queue's config for {"queue"} and writes it for
 // {"queue", ...config} (the body of PUT .../queues/{name}/config).
 func (s *Service) queueConfig(c *call, bb BackpressureBackend) (any, error) {
-	q, err := queueField(c)
+	q, rest, err := queueSetting(c)
 	if err != nil {
 		return nil, err
 	}
-	o, _ := c.object()
-	if len(o) == 1 {
+	if rest == nil {
 		return bb.QueueConfig(c.ctx, q)
-	}
-	rest := make(wire.Object, len(o))
-	for k, v := range o {
-		if k != "queue" {
-			rest[k] = v
-		}
 	}
 	bp, err := wire.DecodeBackpressure(rest)
 	if err != nil {

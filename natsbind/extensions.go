@@ -196,14 +196,7 @@ func named(c *call, field, what string) (string, wire.Object, error) {
 	if name, err = wire.GroupName(name, field, what); err != nil {
 		return "", nil, err
 	}
-	o, _ := c.object()
-	rest := make(wire.Object, len(o))
-	for k, v := range o {
-		if k != field {
-			rest[k] = v
-		}
-	}
-	return name, rest, nil
+	return name, restOf(c, field), nil
 }
 
 // poolEndpoints: the fair scheduling extension's pools (10).
@@ -294,19 +287,12 @@ func priorityAdminEndpoints(pb PriorityAdminBackend) []endpoint {
 		// {"queue"} reads a queue's aging; {"queue", "interval_ms" |
 		// "interval", "step"?, "min_priority"?} sets it.
 		ep("queues.aging", authz.OpAdmin, "GET|PUT /ojs/v1/admin/queues/{name}/aging", func(c *call) (any, error) {
-			q, err := queueField(c)
+			q, rest, err := queueSetting(c)
 			if err != nil {
 				return nil, err
 			}
-			o, _ := c.object()
-			if len(o) == 1 {
+			if rest == nil {
 				return pb.QueueAging(c.ctx, q)
-			}
-			rest := make(wire.Object, len(o))
-			for k, v := range o {
-				if k != "queue" {
-					rest[k] = v
-				}
 			}
 			a, err := wire.DecodeAging(rest)
 			if err != nil {

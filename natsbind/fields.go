@@ -44,17 +44,37 @@ func queueField(c *call) (string, error) {
 // withoutField returns the body without the field that named the resource,
 // for the decoders that refuse unknown fields.
 func withoutField(c *call, name string) ([]byte, error) {
-	o, err := c.object()
-	if err != nil {
+	if _, err := c.object(); err != nil {
 		return nil, err
 	}
-	rest := make(map[string]json.RawMessage, len(o))
+	return json.Marshal(restOf(c, name))
+}
+
+// restOf returns the body's fields but the one that named the resource
+// (the body must already have been read as an object).
+func restOf(c *call, name string) wire.Object {
+	o, _ := c.object()
+	rest := make(wire.Object, len(o))
 	for k, v := range o {
 		if k != name {
 			rest[k] = v
 		}
 	}
-	return json.Marshal(rest)
+	return rest
+}
+
+// queueSetting reads the body of an endpoint that reads a queue's setting
+// for {"queue"} and writes it for {"queue", ...setting}: the queue, and the
+// setting's fields when there are any (nil for a read).
+func queueSetting(c *call) (string, wire.Object, error) {
+	q, err := queueField(c)
+	if err != nil {
+		return "", nil, err
+	}
+	if o, _ := c.object(); len(o) == 1 {
+		return q, nil, nil
+	}
+	return q, restOf(c, "queue"), nil
 }
 
 // queryValues turns the body's fields into the query parameters HTTP
