@@ -371,8 +371,6 @@ func (lr *loadRun) closedLoop(ctx context.Context, queue string, d time.Duration
 // while the worker drains, sampling memory each second.
 func (lr *loadRun) openLoop(ctx context.Context, rep *LoadReport, pid int) error {
 	cfg := lr.cfg
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	workCtx, stopWork := context.WithCancel(ctx)
 	defer stopWork()
 	var worker, wg sync.WaitGroup
