@@ -1,6 +1,7 @@
 package client
 
 import (
+	"context"
 	"net/http"
 	"testing"
 	"time"
@@ -94,5 +95,21 @@ func TestBreakerStates(t *testing.T) {
 	b.result(false)
 	if !b.admit() || !b.admit() {
 		t.Fatal("breaker not closed by a success")
+	}
+}
+
+// ojs-worker-protocol.md 7.2, issue 19: a handler that returns its
+// context's error after the drain cancelled it is a shutdown, not a
+// handler error, whichever of the drain and the handler reports first.
+func TestJobErrorShutdownCause(t *testing.T) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(ErrShutdown)
+	if got := jobError(ctx.Err(), context.Cause(ctx)); got.Type != "shutdown" {
+		t.Fatalf("type %q, want shutdown", got.Type)
+	}
+	ctx, cancel = context.WithCancelCause(context.Background())
+	cancel(ErrExecutionTimeout)
+	if got := jobError(ctx.Err(), context.Cause(ctx)); got.Type != "timeout" {
+		t.Fatalf("type %q, want timeout", got.Type)
 	}
 }

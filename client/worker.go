@@ -329,10 +329,13 @@ func (w *Worker) failActive() {
 	}
 	w.mu.Unlock()
 	for _, t := range tasks {
-		t.cancel(ErrShutdown)
+		// Claim the report before cancelling: a handler that returns at
+		// once on the cancel must not report its context error first.
 		if t.reported.Swap(true) {
+			t.cancel(ErrShutdown)
 			continue
 		}
+		t.cancel(ErrShutdown)
 		w.send(report{job: t.job, nack: &Nack{JobID: t.job.ID, Attempt: t.job.Attempt, WorkerID: w.cfg.WorkerID,
 			Error: JobError{Type: "shutdown", Code: "shutdown", Retryable: ptr(true),
 				Message: fmt.Sprintf("worker %s shutting down: the job did not finish within the drain timeout of %s",

@@ -113,6 +113,9 @@ func jobError(err error, cause error) JobError {
 	if je, ok := errors.AsType[*JobError](err); ok {
 		return *je
 	}
+	if errors.Is(cause, ErrShutdown) {
+		return JobError{Type: "shutdown", Code: "shutdown", Retryable: ptr(true), Message: err.Error()}
+	}
 	if errors.Is(cause, ErrExecutionTimeout) {
 		return JobError{Type: "timeout", Code: "timeout", Retryable: ptr(true), Message: err.Error()}
 	}
