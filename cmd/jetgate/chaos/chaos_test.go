@@ -21,11 +21,16 @@ type settings struct {
 	load   time.Duration // JETGATE_CHAOS_ROUND: least time of load per round (10s)
 	drain  time.Duration // JETGATE_CHAOS_DRAIN: how long an accepted job may take to end (150s)
 	calm   bool          // JETGATE_CHAOS_CALM=1: the same load and checks, nothing killed (a baseline)
+	// logLevel is JETGATE_CHAOS_LOG_LEVEL: the jetgate processes' --log-level (warn).
+	logLevel string
 }
 
 func readSettings(t *testing.T) settings {
 	t.Helper()
-	s := settings{load: 10 * time.Second, drain: 150 * time.Second}
+	s := settings{load: 10 * time.Second, drain: 150 * time.Second, logLevel: "warn"}
+	if v := os.Getenv("JETGATE_CHAOS_LOG_LEVEL"); v != "" {
+		s.logLevel = v
+	}
 	if v := os.Getenv("JETGATE_CHAOS_ROUNDS"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
@@ -62,7 +67,7 @@ func TestChaos(t *testing.T) {
 	begin := time.Now()
 	bins := buildBinaries(t)
 	c := startCluster(ctx, t, bins, []string{
-		"--log-level", "warn",
+		"--log-level", s.logLevel,
 		"--default-heartbeat-timeout", jobHeartbeatTimeout.String(),
 		"--shutdown-timeout", "2s",
 	})
