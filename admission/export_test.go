@@ -3,6 +3,8 @@ package admission
 import (
 	"context"
 	"time"
+
+	"github.com/jetgate/jetgate/kvlimits"
 )
 
 // FlushStats publishes this process's aggregated statistics now, so tests
@@ -38,3 +40,6 @@ func (s *Service) HasLevelSnapshot(queue string) bool {
 	_, ok := s.levelSnaps.Load(queue)
 	return ok
 }
+
+// Limits is the store of the rate-limit entries.
+func (s *Service) Limits() *kvlimits.Store { return s.limits }

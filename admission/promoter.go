@@ -260,12 +260,12 @@ func (s *Service) promote(ctx context.Context, e kvlimits.Entry) error {
 	if err := s.limits.Update(ctx, e, func(st *kvlimits.State) bool {
 		c := st.Clone()
 		n, next = c.Promotable(now, maxPromote)
-		waiting, promised, rev = st.Waiting, st.Promised, st.Revision()
+		waiting, promised, rev = st.Waiting, c.Promised, st.Revision() // c: expired promises left out
 		return false
 	}); err != nil {
 		return err
 	}
-	if n == 0 {
+	if n == 0 && len(promised) == 0 {
 		if waiting == 0 {
 			// The hint says nobody waits; make sure (a hint behind the
 			// waiters would leave them unwoken).
@@ -296,9 +296,11 @@ func (s *Service) promote(ctx context.Context, e kvlimits.Entry) error {
 		}
 		return nil
 	}
-	// Promised waiters are read again too: one whose ready message did
-	// not get out (the promise is written first) is published again,
-	// which the ready stream deduplicates.
+	// Promised waiters are read again too, even when nobody else may
+	// start now: one whose ready message did not get out (the promise is
+	// written first, and the publish may fail or go unanswered) is
+	// published again, which the ready stream deduplicates. A successful
+	// promotion removes its waiter, so this reads only the ones left.
 	ws, err := s.store.Waiters(ctx, e.Name(), n+len(promised), nil)
 	if err != nil {
 		return err
@@ -344,8 +346,18 @@ func (s *Service) promote(ctx context.Context, e kvlimits.Entry) error {
 			case st.WasReleased(w.Seq) && promisedNow:
 				taken = append(taken, w) // publish again, slot already kept
 			case st.WasReleased(w.Seq):
-				gone = append(gone, w) // released and started already
-			case k > 0 && !promisedNow:
+				// Released, and its promise taken by a claim (the job
+				// started, or parked again as a new waiter). A promise
+				// that expired instead took its sequence out of Released
+				// (kvlimits.State.PromisedSeq): its message may never
+				// have landed, and the waiter is promoted again below.
+				// Taking that one for started lost the job (found by the
+				// chaos suite, cmd/jetgate/chaos).
+				gone = append(gone, w)
+			case promisedNow:
+				// Promised from another waiter of the same job (parked
+				// again): that one carries the promise.
+			case k > 0:
 				st.Promise(w.JobID, w.Seq, now)
 				taken = append(taken, w)
 				changed = true

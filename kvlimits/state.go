@@ -56,6 +56,13 @@ type State struct {
 	// Promised are waiters released back to the ready stream whose slot
 	// is kept for them until they start or PromiseTTL passes.
 	Promised map[string]ojs.Time `json:"promised,omitempty"`
+	// PromisedSeq is the wait sequence each promise released (absent in
+	// states written before it was kept). A promise that expires takes
+	// its sequence out of Released: its ready message may never have
+	// landed (a publish that failed, or went unanswered, and was not
+	// repeated before the promise ran out), so the waiter, if still
+	// stored, is promoted again rather than taken for started.
+	PromisedSeq map[string]uint64 `json:"promised_seq,omitempty"`
 	// Window counts the starts of the current fixed window.
 	Window *WindowState `json:"window,omitempty"`
 	// ThrottleNext is the earliest next start allowed by the throttle.
@@ -225,7 +232,9 @@ func (s *State) Acquire(r Request, now time.Time) (*Grant, *Denial) {
 	}
 	jobID, token := r.JobID, r.Token
 	promise, wasPromised := s.Promised[jobID]
+	pseq, hasSeq := s.PromisedSeq[jobID]
 	delete(s.Promised, jobID)
+	delete(s.PromisedSeq, jobID)
 	d := s.decide(r, wasPromised, now)
 	if d != nil {
 		patient := d.Strategy == StrategyThrottle && d.RetryAt.Sub(now) <= r.Patient
@@ -234,6 +243,9 @@ func (s *State) Acquire(r Request, now time.Time) (*Grant, *Denial) {
 			// The caller waits for the start itself: the start stays
 			// promised to it meanwhile.
 			s.Promised[jobID] = promise
+			if hasSeq {
+				s.PromisedSeq[jobID] = pseq
+			}
 		case r.InLine && !patient:
 			s.Waiting++
 		}
@@ -408,6 +420,10 @@ func (s *State) Promise(jobID string, seq uint64, now time.Time) {
 		s.Promised = map[string]ojs.Time{}
 	}
 	s.Promised[jobID] = ojs.Time{Time: now.UTC()}
+	if s.PromisedSeq == nil {
+		s.PromisedSeq = map[string]uint64{}
+	}
+	s.PromisedSeq[jobID] = seq
 	s.Waiting = max(s.Waiting-1, 0)
 	s.Released = append(s.Released, seq)
 	if n := len(s.Released); n > MaxReleased {
@@ -434,6 +450,16 @@ func (s *State) expire(now time.Time) {
 	for id, at := range s.Promised {
 		if now.Sub(at.Time) > PromiseTTL {
 			delete(s.Promised, id)
+			if seq, ok := s.PromisedSeq[id]; ok {
+				// A new slice: the old one may be shared with a copy.
+				s.Released = slices.DeleteFunc(slices.Clone(s.Released), func(r uint64) bool { return r == seq })
+				delete(s.PromisedSeq, id)
+			}
+		}
+	}
+	for id := range s.PromisedSeq {
+		if _, ok := s.Promised[id]; !ok {
+			delete(s.PromisedSeq, id)
 		}
 	}
 	if o := s.Override; o != nil && o.ExpiresAt != nil && !now.Before(o.ExpiresAt.Time) {
@@ -449,6 +475,7 @@ func (s *State) Clone() *State {
 	c := *s
 	c.Active = maps.Clone(s.Active)
 	c.Promised = maps.Clone(s.Promised)
+	c.PromisedSeq = maps.Clone(s.PromisedSeq)
 	c.Released = slices.Clone(s.Released)
 	if s.Window != nil {
 		w := *s.Window

@@ -59,6 +59,34 @@ func TestWaitersGoFirst(t *testing.T) {
 	}
 }
 
+// A released waiter stays released while its promise is kept and once a
+// claim redeems it; a promise that expires unredeemed releases its wait
+// sequence again, so the promoter promotes the waiter again instead of
+// taking it for started (its message may never have landed; issue 20).
+func TestExpiredPromiseUnreleasesWaiter(t *testing.T) {
+	s := &State{Key: "k", Scope: ScopeKey, Policy: conc(2)}
+	s.Promise("redeemed", 7, t0)
+	s.Promise("lost", 8, t0)
+	if !s.WasReleased(7) || !s.WasReleased(8) {
+		t.Fatalf("released %v, want 7 and 8", s.Released)
+	}
+	if _, d := s.Acquire(Request{JobID: "redeemed", Token: "t", Declared: conc(2), InLine: true, Promoted: true}, t0); d != nil {
+		t.Fatalf("the promoted waiter was refused: %+v", d)
+	}
+	later := t0.Add(PromiseTTL + time.Second)
+	if n, _ := s.Clone().Promotable(later, 10); n != 1 {
+		t.Fatalf("promotable after the promise expired = %d, want 1 (one slot active)", n)
+	}
+	s.expire(later)
+	if !s.WasReleased(7) {
+		t.Fatal("a redeemed promise's waiter was un-released: a second copy of the job would start")
+	}
+	if s.WasReleased(8) || len(s.Promised) != 0 || len(s.PromisedSeq) != 0 {
+		t.Fatalf("after expiry: released %v promised %v seqs %v, want 8 released no more and nothing promised",
+			s.Released, s.Promised, s.PromisedSeq)
+	}
+}
+
 // RL-R001: fixed windows aligned on the period; Undo gives a start back
 // only in its own window.
 func TestFixedWindow_RLR001(t *testing.T) {
