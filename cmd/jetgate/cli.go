@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -44,6 +45,59 @@ func (c *cliCtx) table(header string, rows [][]string) error {
 		fmt.Fprintln(tw, strings.Join(r, "\t"))
 	}
 	return tw.Flush()
+}
+
+// listing says how a list reply prints: its items are under key (items,
+// queues), each one a row under header; more reads the reply's pagination
+// and returns the flag that asks for the next page, "" on the last.
+type listing struct {
+	key    string
+	header string
+	row    func(item map[string]any) []string
+	more   func(pagination map[string]any) string
+}
+
+// printList prints a list reply (or the call's error) as a table and, when
+// there is a next page, "more: FLAG" on stderr; with --json, as JSON.
+func (c *cliCtx) printList(body []byte, err error, l listing) error {
+	if err != nil || c.json {
+		return c.done(body, err)
+	}
+	var r map[string]json.RawMessage
+	if err := json.Unmarshal(body, &r); err != nil {
+		return err
+	}
+	var items []map[string]any
+	var pagination map[string]any
+	for _, f := range []struct {
+		name string
+		dst  any
+	}{{l.key, &items}, {"pagination", &pagination}} {
+		if raw, ok := r[f.name]; ok {
+			if err := json.Unmarshal(raw, f.dst); err != nil {
+				return err
+			}
+		}
+	}
+	rows := make([][]string, 0, len(items))
+	for _, it := range items {
+		rows = append(rows, l.row(it))
+	}
+	if err := c.table(l.header, rows); err != nil {
+		return err
+	}
+	if next := l.more(pagination); next != "" {
+		fmt.Fprintf(c.errOut, "more: %s\n", next)
+	}
+	return nil
+}
+
+// moreCursor is the next page of a cursor listing: --cursor NEXT.
+func moreCursor(p map[string]any) string {
+	if next := str(p["next_cursor"]); next != "" && p["has_more"] == true {
+		return "--cursor " + next
+	}
+	return ""
 }
 
 // fields writes "NAME  value" lines for one object, in order.

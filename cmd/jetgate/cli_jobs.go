@@ -115,28 +115,11 @@ func jobsLsLeaf() *leaf {
 				}
 			}
 			body, err := c.httpGet(ctx, httpURL, "/ojs/v1/admin/jobs?"+q.Encode())
-			if err != nil || c.json {
-				return c.done(body, err)
-			}
-			var r struct {
-				Items      []map[string]any `json:"items"`
-				Pagination map[string]any   `json:"pagination"`
-			}
-			if err := json.Unmarshal(body, &r); err != nil {
-				return err
-			}
-			rows := make([][]string, 0, len(r.Items))
-			for _, j := range r.Items {
-				rows = append(rows, []string{str(j["id"]), str(j["type"]), str(j["queue"]), str(j["state"]),
-					str(j["priority"]), str(j["attempt"]) + "/" + str(j["max_attempts"]), str(j["created_at"])})
-			}
-			if err := c.table("ID\tTYPE\tQUEUE\tSTATE\tPRIORITY\tATTEMPT\tCREATED", rows); err != nil {
-				return err
-			}
-			if next := str(r.Pagination["next_cursor"]); next != "" && r.Pagination["has_more"] == true {
-				fmt.Fprintf(c.errOut, "more: --cursor %s\n", next)
-			}
-			return nil
+			return c.printList(body, err, listing{key: "items", header: "ID\tTYPE\tQUEUE\tSTATE\tPRIORITY\tATTEMPT\tCREATED",
+				row: func(j map[string]any) []string {
+					return []string{str(j["id"]), str(j["type"]), str(j["queue"]), str(j["state"]),
+						str(j["priority"]), str(j["attempt"]) + "/" + str(j["max_attempts"]), str(j["created_at"])}
+				}, more: moreCursor})
 		}}
 }
 

@@ -33,27 +33,13 @@ func limitsLsLeaf() *leaf {
 		},
 		run: func(ctx context.Context, c *cliCtx, _ []string) error {
 			body, err := c.call(ctx, opLimitsList, map[string]any{"per_page": perPage, "page": page})
-			if err != nil || c.json {
-				return c.done(body, err)
-			}
-			var r struct {
-				Items      []map[string]any `json:"items"`
-				Pagination map[string]any   `json:"pagination"`
-			}
-			if err := json.Unmarshal(body, &r); err != nil {
-				return err
-			}
-			rows := make([][]string, 0, len(r.Items))
-			for _, it := range r.Items {
-				rows = append(rows, limitRow(it))
-			}
-			if err := c.table("KEY\tSCOPE\tCONCURRENCY\tRATE\tTHROTTLE\tWAITING\tOVERRIDE", rows); err != nil {
-				return err
-			}
-			if r.Pagination["has_more"] == true {
-				fmt.Fprintf(c.errOut, "more: --page %d\n", page+1)
-			}
-			return nil
+			return c.printList(body, err, listing{key: "items", header: "KEY\tSCOPE\tCONCURRENCY\tRATE\tTHROTTLE\tWAITING\tOVERRIDE",
+				row: limitRow, more: func(p map[string]any) string {
+					if p["has_more"] == true {
+						return "--page " + strconv.Itoa(page+1)
+					}
+					return ""
+				}})
 		}}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
-	"fmt"
 	"sort"
 )
 
@@ -37,33 +36,19 @@ func queuesLsLeaf() *leaf {
 				req["cursor"] = cursor
 			}
 			body, err := c.call(ctx, opQueuesList, req)
-			if err != nil || c.json {
-				return c.done(body, err)
-			}
-			var r struct {
-				Queues     []map[string]any `json:"queues"`
-				Pagination map[string]any   `json:"pagination"`
-			}
-			if err := json.Unmarshal(body, &r); err != nil {
-				return err
-			}
-			rows := make([][]string, 0, len(r.Queues))
-			for _, q := range r.Queues {
-				since := str(q["paused_at"])
-				if since == "" {
-					since = str(q["resumed_at"])
-				}
-				bp, _ := q["backpressure"].(map[string]any)
-				rows = append(rows, []string{str(q["name"]), str(q["status"]), str(q["created_at"]), since, str(bp["pressure"])})
-			}
-			if err := c.table("NAME\tSTATUS\tCREATED\tSINCE\tPRESSURE", rows); err != nil {
-				return err
-			}
-			if next := str(r.Pagination["next_cursor"]); next != "" && r.Pagination["has_more"] == true {
-				fmt.Fprintf(c.errOut, "more: --cursor %s\n", next)
-			}
-			return nil
+			return c.printList(body, err, listing{key: "queues", header: "NAME\tSTATUS\tCREATED\tSINCE\tPRESSURE",
+				row: queueRow, more: moreCursor})
 		}}
+}
+
+// queueRow is one queue's line: SINCE is when it was last paused or resumed.
+func queueRow(q map[string]any) []string {
+	since := str(q["paused_at"])
+	if since == "" {
+		since = str(q["resumed_at"])
+	}
+	bp, _ := q["backpressure"].(map[string]any)
+	return []string{str(q["name"]), str(q["status"]), str(q["created_at"]), since, str(bp["pressure"])}
 }
 
 func queuesStatsLeaf() *leaf {
