@@ -10,11 +10,7 @@ import (
 
 // listQueues is GET /ojs/v1/queues: {"limit"?, "offset"?, "cursor"?}.
 func (s *Service) listQueues(c *call) (any, error) {
-	q, err := queryValues(c)
-	if err != nil {
-		return nil, err
-	}
-	page, err := wire.QueuesPage(q)
+	page, err := parseQuery(c, wire.QueuesPage)
 	if err != nil {
 		return nil, err
 	}
@@ -48,31 +44,10 @@ func (s *Service) setQueueState(c *call, op func(context.Context, string) (*ojs.
 	return wire.NewQueueState(q, info), nil
 }
 
-// queueConfig reads a queue's config for {"queue"} and writes it for
-// {"queue", ...config} (the body of PUT .../queues/{name}/config).
-func (s *Service) queueConfig(c *call, bb BackpressureBackend) (any, error) {
-	q, rest, err := queueSetting(c)
-	if err != nil {
-		return nil, err
-	}
-	if rest == nil {
-		return bb.QueueConfig(c.ctx, q)
-	}
-	bp, err := wire.DecodeBackpressure(rest)
-	if err != nil {
-		return nil, err
-	}
-	return bb.SetQueueBackpressure(c.ctx, q, bp)
-}
-
 // listDeadLetter is GET /ojs/v1/dead-letter: {"queue"?, "limit"?,
 // "offset"?, "cursor"?}.
 func (s *Service) listDeadLetter(c *call) (any, error) {
-	v, err := queryValues(c)
-	if err != nil {
-		return nil, err
-	}
-	q, err := wire.DeadLetterQuery(v)
+	q, err := parseQuery(c, wire.DeadLetterQuery)
 	if err != nil {
 		return nil, err
 	}
@@ -81,18 +56,6 @@ func (s *Service) listDeadLetter(c *call) (any, error) {
 		return nil, err
 	}
 	return ojs.JobPage{Jobs: wire.PublicJobs(res.Jobs), Pagination: res.Pagination}, nil
-}
-
-func (s *Service) retryDeadLetter(c *call) (any, error) {
-	id, err := jobIDField(c, "dead_letter_job")
-	if err != nil {
-		return nil, err
-	}
-	job, err := s.b.RetryDeadLetter(c.ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	return wire.JobReply{Job: job.Public()}, nil
 }
 
 func (s *Service) deleteDeadLetter(c *call) (any, error) {
@@ -110,11 +73,7 @@ func (s *Service) deleteDeadLetter(c *call) (any, error) {
 // "job_types"?, "limit"?, "since"?} (each list a string of
 // comma-separated items or an array of them).
 func (s *Service) listEvents(c *call) (any, error) {
-	v, err := queryValues(c)
-	if err != nil {
-		return nil, err
-	}
-	q, err := wire.ParseEventQuery(v)
+	q, err := parseQuery(c, wire.ParseEventQuery)
 	if err != nil {
 		return nil, err
 	}
@@ -137,11 +96,7 @@ func (s *Service) rateLimitEndpoints(rb RateLimitBackend) []endpoint {
 	}
 	return []endpoint{
 		ep("ratelimits.list", authz.OpAdmin, "GET /ojs/v1/rate-limits", func(c *call) (any, error) {
-			v, err := queryValues(c)
-			if err != nil {
-				return nil, err
-			}
-			page, err := wire.RateLimitsPage(v)
+			page, err := parseQuery(c, wire.RateLimitsPage)
 			if err != nil {
 				return nil, err
 			}
@@ -231,11 +186,7 @@ func (s *Service) adminEndpoints(ab AdminBackend) []endpoint {
 	return []endpoint{
 		ep("admin.stats", authz.OpAdmin, "GET /ojs/v1/admin/stats", func(c *call) (any, error) { return ab.AdminStats(c.ctx) }),
 		ep("admin.queues", authz.OpAdmin, "GET /ojs/v1/admin/queues", func(c *call) (any, error) {
-			v, err := queryValues(c)
-			if err != nil {
-				return nil, err
-			}
-			page, per, err := wire.ParseAdminPage(v)
+			page, per, err := adminPage(c)
 			if err != nil {
 				return nil, err
 			}
@@ -249,17 +200,7 @@ func (s *Service) adminEndpoints(ab AdminBackend) []endpoint {
 			return ab.AdminQueue(c.ctx, q)
 		}),
 		ep("admin.jobs", authz.OpAdmin, "GET /ojs/v1/admin/jobs", jobs("")),
-		ep("admin.job", authz.OpAdmin, "GET /ojs/v1/admin/jobs/{id}", func(c *call) (any, error) {
-			id, err := jobIDField(c, "job")
-			if err != nil {
-				return nil, err
-			}
-			j, err := s.b.Get(c.ctx, id)
-			if err != nil {
-				return nil, err
-			}
-			return wire.AdminJob(j), nil
-		}),
+		ep("admin.job", authz.OpAdmin, "GET /ojs/v1/admin/jobs/{id}", onJob("job", s.b.Get, func(j *ojs.Job) any { return wire.AdminJob(j) })),
 		ep("admin.deadletter", authz.OpAdmin, "GET /ojs/v1/admin/dead-letter", jobs(ojs.StateDiscarded)),
 		ep("admin.bulk", authz.OpAdmin, "POST /ojs/v1/admin/jobs/bulk/{action}", func(c *call) (any, error) {
 			action, err := strField(c, "action")

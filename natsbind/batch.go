@@ -41,28 +41,12 @@ type BatchReply struct {
 
 // ackBatch is workers.ackbatch (NATS only): {"acks": [<ack body>...]}.
 func (s *Service) ackBatch(c *call) (any, error) {
-	return s.runBatch(c, "acks", func(item []byte) (any, error) {
-		req, err := wire.DecodeAck(item)
-		if err != nil {
-			return nil, err
-		}
-		res, err := s.b.Ack(c.ctx, req)
-		if err != nil {
-			return nil, err
-		}
-		return wire.NewAckReply(res), nil
-	})
+	return s.runBatch(c, "acks", func(item []byte) (any, error) { return s.ackOne(c.ctx, item) })
 }
 
 // nackBatch is workers.nackbatch (NATS only): {"nacks": [<nack body>...]}.
 func (s *Service) nackBatch(c *call) (any, error) {
-	return s.runBatch(c, "nacks", func(item []byte) (any, error) {
-		req, err := wire.DecodeNack(item)
-		if err != nil {
-			return nil, err
-		}
-		return s.b.Nack(c.ctx, req)
-	})
+	return s.runBatch(c, "nacks", func(item []byte) (any, error) { return s.nackOne(c.ctx, item) })
 }
 
 // runBatch decodes the list and runs one call per item, at most

@@ -1,6 +1,7 @@
 package natsbind
 
 import (
+	"context"
 	"errors"
 	"time"
 
@@ -41,9 +42,11 @@ func (s *Service) endpoints() []endpoint {
 
 		ep("jobs.enqueue", authz.OpProduce, "POST /ojs/v1/jobs", s.enqueue),
 		ep("jobs.batch", authz.OpProduce, "POST /ojs/v1/jobs/batch", s.enqueueBatch),
-		ep("jobs.get", authz.OpProduce, "GET /ojs/v1/jobs/{id}", s.getJob),
+		ep("jobs.get", authz.OpProduce, "GET /ojs/v1/jobs/{id}", onJob("job", s.b.Get, publicJob)),
 		ep("jobs.cancel", authz.OpProduce, "DELETE /ojs/v1/jobs/{id}", s.cancelJob),
-		ep("jobs.activate", authz.OpAdmin, "POST /ojs/v1/jobs/{id}/activate", s.activateJob),
+		ep("jobs.activate", authz.OpAdmin, "POST /ojs/v1/jobs/{id}/activate", onJob("job", s.b.Activate, func(j *ojs.Job) any {
+			return wire.JobReply{Job: wire.WithField(j, "previous_state", ojs.StatePending)}
+		})),
 
 		ep("workers.fetch", authz.OpWork, "POST /ojs/v1/workers/fetch", s.fetch),
 		ep("workers.ack", authz.OpWork, "POST /ojs/v1/workers/ack", s.ack),
@@ -58,7 +61,7 @@ func (s *Service) endpoints() []endpoint {
 		ep("queues.resume", authz.OpAdmin, "POST /ojs/v1/queues/{name}/resume", s.resumeQueue),
 
 		ep("deadletter.list", authz.OpAdmin, "GET /ojs/v1/dead-letter", s.listDeadLetter),
-		ep("deadletter.retry", authz.OpAdmin, "POST /ojs/v1/dead-letter/{id}/retry", s.retryDeadLetter),
+		ep("deadletter.retry", authz.OpAdmin, "POST /ojs/v1/dead-letter/{id}/retry", onJob("dead_letter_job", s.b.RetryDeadLetter, publicJob)),
 		ep("deadletter.delete", authz.OpAdmin, "DELETE /ojs/v1/dead-letter/{id}", s.deleteDeadLetter),
 
 		ep("events.list", authz.OpAdmin, "GET /ojs/v1/events", s.listEvents),
@@ -88,8 +91,10 @@ func (s *Service) endpoints() []endpoint {
 			}))
 	}
 	if bb, ok := s.b.(BackpressureBackend); ok {
+		// {"queue"} reads a queue's config; {"queue", ...config} (the
+		// body of PUT .../queues/{name}/config) writes it.
 		eps = append(eps, ep("queues.config", authz.OpAdmin, "GET|PUT /ojs/v1/queues/{name}/config",
-			func(c *call) (any, error) { return s.queueConfig(c, bb) }))
+			queueSetting(bb.QueueConfig, wire.DecodeBackpressure, bb.SetQueueBackpressure)))
 	}
 	if rb, ok := s.b.(RateLimitBackend); ok {
 		eps = append(eps, s.rateLimitEndpoints(rb)...)
@@ -133,21 +138,13 @@ func (s *Service) health(c *call) (any, error) {
 // OJS-Block-Timeout waits for room in a full queue, as over HTTP; the
 // pressure headers of a bounded queue come back on the reply.
 func (s *Service) enqueue(c *call) (any, error) {
-	job, err := wire.DecodeJob(c.data)
-	if err != nil {
-		return nil, err
-	}
-	ctx, rep, err := wire.EnqueueContext(c.ctx, header(c.hdr, wire.HeaderBlockTimeout))
-	if err != nil {
-		return nil, err
-	}
-	job, err = s.b.Enqueue(ctx, job)
+	job, rep, err := push(c, wire.DecodeJob, s.b.Enqueue)
 	if dd, ok := errors.AsType[*ojs.DeduplicatedError](err); ok {
 		pressure(c, rep)
 		return wire.DeduplicatedReply{Job: dd.Job.Public(), Deduplicated: true}, nil
 	}
 	if err != nil {
-		return nil, wire.InEnvelope(err)
+		return nil, err
 	}
 	pressure(c, rep)
 	return jobReply(job.Public())
@@ -155,21 +152,34 @@ func (s *Service) enqueue(c *call) (any, error) {
 
 // enqueueBatch is PUSH (batch): {"jobs": [...]}, all or nothing.
 func (s *Service) enqueueBatch(c *call) (any, error) {
-	jobs, err := wire.DecodeBatch(c.data)
+	jobs, rep, err := push(c, wire.DecodeBatch, s.b.EnqueueBatch)
 	if err != nil {
 		return nil, err
-	}
-	ctx, rep, err := wire.EnqueueContext(c.ctx, header(c.hdr, wire.HeaderBlockTimeout))
-	if err != nil {
-		return nil, err
-	}
-	jobs, err = s.b.EnqueueBatch(ctx, jobs)
-	if err != nil {
-		return nil, wire.InEnvelope(err)
 	}
 	pressure(c, rep)
 	out := wire.PublicJobs(jobs)
 	return wire.BatchReply{Jobs: out, Count: len(out)}, nil
+}
+
+// push decodes an enqueue's body and enqueues it, waiting for room in a
+// full queue as the header OJS-Block-Timeout asks; it returns the report
+// of the pressure the enqueue met for the reply's headers. The enqueue's
+// own error comes back in an error envelope (wire.InEnvelope).
+func push[T any](c *call, decode func([]byte) (T, error), enqueue func(context.Context, T) (T, error)) (T, *ojs.PressureReport, error) {
+	var zero T
+	in, err := decode(c.data)
+	if err != nil {
+		return zero, nil, err
+	}
+	ctx, rep, err := wire.EnqueueContext(c.ctx, header(c.hdr, wire.HeaderBlockTimeout))
+	if err != nil {
+		return zero, nil, err
+	}
+	out, err := enqueue(ctx, in)
+	if err != nil {
+		return zero, rep, wire.InEnvelope(err)
+	}
+	return out, rep, nil
 }
 
 // pressure sets the X-OJS-Queue-* headers of the most pressed bounded
@@ -187,17 +197,25 @@ func pressure(c *call, rep *ojs.PressureReport) {
 	}
 }
 
-func (s *Service) getJob(c *call) (any, error) {
-	id, err := jobIDField(c, "job")
-	if err != nil {
-		return nil, err
+// onJob is the handler of a call on the one job {"id"} names (resource
+// names what a 404 says is missing): op acts on it, and reply makes the
+// answer of the job op returns.
+func onJob(resource string, op func(context.Context, string) (*ojs.Job, error), reply func(*ojs.Job) any) func(c *call) (any, error) {
+	return func(c *call) (any, error) {
+		id, err := jobIDField(c, resource)
+		if err != nil {
+			return nil, err
+		}
+		job, err := op(c.ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		return reply(job), nil
 	}
-	job, err := s.b.Get(c.ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	return wire.JobReply{Job: job.Public()}, nil
 }
+
+// publicJob is the {"job": ...} reply of a job.
+func publicJob(j *ojs.Job) any { return wire.JobReply{Job: j.Public()} }
 
 func (s *Service) cancelJob(c *call) (any, error) {
 	id, err := jobIDField(c, "job")
@@ -211,26 +229,10 @@ func (s *Service) cancelJob(c *call) (any, error) {
 	return wire.JobReply{Job: wire.WithField(job, "previous_state", prev)}, nil
 }
 
-func (s *Service) activateJob(c *call) (any, error) {
-	id, err := jobIDField(c, "job")
-	if err != nil {
-		return nil, err
-	}
-	job, err := s.b.Activate(c.ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	return wire.JobReply{Job: wire.WithField(job, "previous_state", ojs.StatePending)}, nil
-}
-
 // patchJob is PATCH /ojs/v1/jobs/{id}: {"id", "priority"?, timeout
 // fields?}; the reply as HTTP's.
 func (s *Service) patchJob(c *call, pb PriorityBackend) (any, error) {
-	id, err := jobIDField(c, "job")
-	if err != nil {
-		return nil, err
-	}
-	body, err := withoutField(c, "id")
+	id, body, err := jobBody(c)
 	if err != nil {
 		return nil, err
 	}
@@ -252,11 +254,7 @@ func (s *Service) patchJob(c *call, pb PriorityBackend) (any, error) {
 // putProgress is PUT /ojs/v1/jobs/{id}/progress (PRG-001): {"id",
 // "progress"?, "message"?, "data"?, "checkpoint"?}.
 func (s *Service) putProgress(c *call, pb ProgressBackend) (any, error) {
-	id, err := jobIDField(c, "job")
-	if err != nil {
-		return nil, err
-	}
-	body, err := withoutField(c, "id")
+	id, body, err := jobBody(c)
 	if err != nil {
 		return nil, err
 	}
@@ -272,6 +270,17 @@ func (s *Service) putProgress(c *call, pb ProgressBackend) (any, error) {
 	return st, nil
 }
 
+// jobBody reads the job {"id"} names and the rest of the body, for the
+// calls that change a job (PATCH and PUT .../jobs/{id}/...).
+func jobBody(c *call) (string, []byte, error) {
+	id, err := jobIDField(c, "job")
+	if err != nil {
+		return "", nil, err
+	}
+	body, err := withoutField(c, "id")
+	return id, body, err
+}
+
 // progressHeaders sets X-OJS-Progress as ojs-progress.md 10.3 does on HTTP.
 func progressHeaders(c *call, st *ojs.ProgressStatus) {
 	if st != nil && st.Progress != nil {
@@ -279,34 +288,46 @@ func progressHeaders(c *call, st *ojs.ProgressStatus) {
 	}
 }
 
-func (s *Service) ack(c *call) (any, error) {
-	req, err := wire.DecodeAck(c.data)
+func (s *Service) ack(c *call) (any, error)  { return s.ackOne(c.ctx, c.data) }
+func (s *Service) nack(c *call) (any, error) { return s.nackOne(c.ctx, c.data) }
+
+// ackOne and nackOne run one ack or nack body: workers.ack's and
+// workers.nack's, or one item of workers.ackbatch's and
+// workers.nackbatch's.
+func (s *Service) ackOne(ctx context.Context, body []byte) (any, error) {
+	req, err := wire.DecodeAck(body)
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.b.Ack(c.ctx, req)
+	res, err := s.b.Ack(ctx, req)
 	if err != nil {
 		return nil, err
 	}
 	return wire.NewAckReply(res), nil
 }
 
-func (s *Service) nack(c *call) (any, error) {
-	req, err := wire.DecodeNack(c.data)
+func (s *Service) nackOne(ctx context.Context, body []byte) (any, error) {
+	req, err := wire.DecodeNack(body)
 	if err != nil {
 		return nil, err
 	}
-	return s.b.Nack(c.ctx, req)
+	return s.b.Nack(ctx, req)
 }
 
 func (s *Service) heartbeat(c *call) (any, error) {
-	req, err := wire.DecodeHeartbeat(c.data)
-	if err != nil {
-		return nil, err
-	}
-	res, err := s.b.Heartbeat(c.ctx, req)
+	_, res, err := s.beat(c)
 	if err != nil {
 		return nil, err
 	}
 	return wire.NewHeartbeatReply(res), nil
+}
+
+// beat runs a heartbeat body (workers.heartbeat's and workers.beat's).
+func (s *Service) beat(c *call) (ojs.HeartbeatRequest, *ojs.HeartbeatResult, error) {
+	req, err := wire.DecodeHeartbeat(c.data)
+	if err != nil {
+		return req, nil, err
+	}
+	res, err := s.b.Heartbeat(c.ctx, req)
+	return req, res, err
 }

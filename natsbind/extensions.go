@@ -1,6 +1,8 @@
 package natsbind
 
 import (
+	"context"
+
 	"github.com/jetgate/jetgate/admission/authz"
 	"github.com/jetgate/jetgate/admission/ojs"
 	"github.com/jetgate/jetgate/admission/ojs/wire"
@@ -33,11 +35,7 @@ func (s *Service) extensionEndpoints() []endpoint {
 func cronEndpoints(cb CronBackend) []endpoint {
 	return []endpoint{
 		ep("cron.list", authz.OpAdmin, "GET /ojs/v1/cron", func(c *call) (any, error) {
-			v, err := queryValues(c)
-			if err != nil {
-				return nil, err
-			}
-			page, err := wire.CronPage(v)
+			page, err := parseQuery(c, wire.CronPage)
 			if err != nil {
 				return nil, err
 			}
@@ -143,11 +141,7 @@ func (s *Service) workerEndpoints(wb WorkerBackend) []endpoint {
 	}
 	return []endpoint{
 		ep("workers.beat", authz.OpWork, "POST /ojs/v1/workers/beat", func(c *call) (any, error) {
-			req, err := wire.DecodeHeartbeat(c.data)
-			if err != nil {
-				return nil, err
-			}
-			res, err := s.b.Heartbeat(c.ctx, req)
+			req, res, err := s.beat(c)
 			if err != nil {
 				return nil, err
 			}
@@ -157,11 +151,7 @@ func (s *Service) workerEndpoints(wb WorkerBackend) []endpoint {
 			return wb.WorkerHealth(c.ctx, id)
 		})),
 		ep("admin.workers", authz.OpAdmin, "GET /ojs/v1/admin/workers", func(c *call) (any, error) {
-			v, err := queryValues(c)
-			if err != nil {
-				return nil, err
-			}
-			page, per, err := wire.ParseAdminPage(v)
+			page, per, err := adminPage(c)
 			if err != nil {
 				return nil, err
 			}
@@ -188,15 +178,55 @@ func (s *Service) workerEndpoints(wb WorkerBackend) []endpoint {
 
 // named reads the name field that stands for a path's {pool} or {group}
 // and the rest of the body (without it) as an object.
-func named(c *call, field, what string) (string, wire.Object, error) {
+func named(c *call, field string) (string, wire.Object, error) {
 	name, err := strField(c, field)
 	if err != nil {
 		return "", nil, err
 	}
-	if name, err = wire.GroupName(name, field, what); err != nil {
+	if name, err = wire.GroupName(name, field, field); err != nil {
 		return "", nil, err
 	}
 	return name, restOf(c, field), nil
+}
+
+// getNamed, setNamed and deleteNamed are the handlers of a resource that
+// the body's field names ({"pool"}, {"group"}), as the path's {pool} or
+// {group} does over HTTP: set decodes the other fields as the resource.
+func getNamed[R any](field string, get func(context.Context, string) (R, error)) func(c *call) (any, error) {
+	return func(c *call) (any, error) {
+		name, _, err := named(c, field)
+		if err != nil {
+			return nil, err
+		}
+		return get(c.ctx, name)
+	}
+}
+
+func setNamed[T, R any](field string, decode func(string, wire.Object) (T, error), set func(context.Context, T) (R, error)) func(c *call) (any, error) {
+	return func(c *call) (any, error) {
+		name, o, err := named(c, field)
+		if err != nil {
+			return nil, err
+		}
+		v, err := decode(name, o)
+		if err != nil {
+			return nil, err
+		}
+		return set(c.ctx, v)
+	}
+}
+
+func deleteNamed(field string, del func(context.Context, string) error) func(c *call) (any, error) {
+	return func(c *call) (any, error) {
+		name, _, err := named(c, field)
+		if err != nil {
+			return nil, err
+		}
+		if err := del(c.ctx, name); err != nil {
+			return nil, err
+		}
+		return map[string]any{"name": name, "deleted": true}, nil
+	}
 }
 
 // poolEndpoints: the fair scheduling extension's pools (10).
@@ -212,34 +242,9 @@ func poolEndpoints(pb PoolBackend) []endpoint {
 			}
 			return map[string]any{"items": ps}, nil
 		}),
-		ep("pools.get", authz.OpAdmin, "GET /ojs/v1/admin/pools/{pool}", func(c *call) (any, error) {
-			name, _, err := named(c, "pool", "pool")
-			if err != nil {
-				return nil, err
-			}
-			return pb.Pool(c.ctx, name)
-		}),
-		ep("pools.set", authz.OpAdmin, "PUT /ojs/v1/admin/pools/{pool}", func(c *call) (any, error) {
-			name, o, err := named(c, "pool", "pool")
-			if err != nil {
-				return nil, err
-			}
-			g, err := wire.DecodePool(name, o)
-			if err != nil {
-				return nil, err
-			}
-			return pb.SetPool(c.ctx, g)
-		}),
-		ep("pools.delete", authz.OpAdmin, "DELETE /ojs/v1/admin/pools/{pool}", func(c *call) (any, error) {
-			name, _, err := named(c, "pool", "pool")
-			if err != nil {
-				return nil, err
-			}
-			if err := pb.DeletePool(c.ctx, name); err != nil {
-				return nil, err
-			}
-			return map[string]any{"name": name, "deleted": true}, nil
-		}),
+		ep("pools.get", authz.OpAdmin, "GET /ojs/v1/admin/pools/{pool}", getNamed("pool", pb.Pool)),
+		ep("pools.set", authz.OpAdmin, "PUT /ojs/v1/admin/pools/{pool}", setNamed("pool", wire.DecodePool, pb.SetPool)),
+		ep("pools.delete", authz.OpAdmin, "DELETE /ojs/v1/admin/pools/{pool}", deleteNamed("pool", pb.DeletePool)),
 		ep("pools.stats", authz.OpAdmin, "GET /ojs/v1/admin/scheduling/stats", func(c *call) (any, error) {
 			return pb.SchedulingStats(c.ctx)
 		}),
@@ -256,50 +261,13 @@ func priorityAdminEndpoints(pb PriorityAdminBackend) []endpoint {
 			}
 			return map[string]any{"groups": gs}, nil
 		}),
-		ep("groups.get", authz.OpAdmin, "GET /ojs/v1/admin/worker-groups/{group}", func(c *call) (any, error) {
-			name, _, err := named(c, "group", "group")
-			if err != nil {
-				return nil, err
-			}
-			return pb.WorkerGroup(c.ctx, name)
-		}),
-		ep("groups.set", authz.OpAdmin, "PUT /ojs/v1/admin/worker-groups/{group}", func(c *call) (any, error) {
-			name, o, err := named(c, "group", "group")
-			if err != nil {
-				return nil, err
-			}
-			g, err := wire.DecodeGroup(name, o)
-			if err != nil {
-				return nil, err
-			}
-			return pb.SetWorkerGroup(c.ctx, g)
-		}),
-		ep("groups.delete", authz.OpAdmin, "DELETE /ojs/v1/admin/worker-groups/{group}", func(c *call) (any, error) {
-			name, _, err := named(c, "group", "group")
-			if err != nil {
-				return nil, err
-			}
-			if err := pb.DeleteWorkerGroup(c.ctx, name); err != nil {
-				return nil, err
-			}
-			return map[string]any{"name": name, "deleted": true}, nil
-		}),
+		ep("groups.get", authz.OpAdmin, "GET /ojs/v1/admin/worker-groups/{group}", getNamed("group", pb.WorkerGroup)),
+		ep("groups.set", authz.OpAdmin, "PUT /ojs/v1/admin/worker-groups/{group}", setNamed("group", wire.DecodeGroup, pb.SetWorkerGroup)),
+		ep("groups.delete", authz.OpAdmin, "DELETE /ojs/v1/admin/worker-groups/{group}", deleteNamed("group", pb.DeleteWorkerGroup)),
 		// {"queue"} reads a queue's aging; {"queue", "interval_ms" |
 		// "interval", "step"?, "min_priority"?} sets it.
-		ep("queues.aging", authz.OpAdmin, "GET|PUT /ojs/v1/admin/queues/{name}/aging", func(c *call) (any, error) {
-			q, rest, err := queueSetting(c)
-			if err != nil {
-				return nil, err
-			}
-			if rest == nil {
-				return pb.QueueAging(c.ctx, q)
-			}
-			a, err := wire.DecodeAging(rest)
-			if err != nil {
-				return nil, err
-			}
-			return pb.SetQueueAging(c.ctx, q, a)
-		}),
+		ep("queues.aging", authz.OpAdmin, "GET|PUT /ojs/v1/admin/queues/{name}/aging",
+			queueSetting(pb.QueueAging, wire.DecodeAging, pb.SetQueueAging)),
 		ep("queues.clearaging", authz.OpAdmin, "DELETE /ojs/v1/admin/queues/{name}/aging", func(c *call) (any, error) {
 			q, err := queueField(c)
 			if err != nil {

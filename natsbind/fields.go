@@ -1,6 +1,7 @@
 package natsbind
 
 import (
+	"context"
 	"encoding/json"
 	"net/url"
 	"strconv"
@@ -63,18 +64,45 @@ func restOf(c *call, name string) wire.Object {
 	return rest
 }
 
-// queueSetting reads the body of an endpoint that reads a queue's setting
-// for {"queue"} and writes it for {"queue", ...setting}: the queue, and the
-// setting's fields when there are any (nil for a read).
-func queueSetting(c *call) (string, wire.Object, error) {
-	q, err := queueField(c)
+// queueSetting is the handler of an endpoint that reads a queue's setting
+// for {"queue"} and writes it for {"queue", ...setting}: get reads it;
+// decode reads the setting's fields and set writes them.
+func queueSetting[S, R any](get func(context.Context, string) (R, error), decode func(wire.Object) (S, error),
+	set func(context.Context, string, S) (R, error)) func(c *call) (any, error) {
+	return func(c *call) (any, error) {
+		q, err := queueField(c)
+		if err != nil {
+			return nil, err
+		}
+		if o, _ := c.object(); len(o) == 1 {
+			return get(c.ctx, q)
+		}
+		v, err := decode(restOf(c, "queue"))
+		if err != nil {
+			return nil, err
+		}
+		return set(c.ctx, q, v)
+	}
+}
+
+// parseQuery reads a listing's body as the query HTTP reads
+// (queryValues), parsed by parse.
+func parseQuery[Q any](c *call, parse func(url.Values) (Q, error)) (Q, error) {
+	v, err := queryValues(c)
 	if err != nil {
-		return "", nil, err
+		var zero Q
+		return zero, err
 	}
-	if o, _ := c.object(); len(o) == 1 {
-		return q, nil, nil
+	return parse(v)
+}
+
+// adminPage reads the page and per_page of an admin API listing.
+func adminPage(c *call) (page, per int, err error) {
+	v, err := queryValues(c)
+	if err != nil {
+		return 0, 0, err
 	}
-	return q, restOf(c, "queue"), nil
+	return wire.ParseAdminPage(v)
 }
 
 // queryValues turns the body's fields into the query parameters HTTP
