@@ -169,6 +169,16 @@ func waitState(t testing.TB, c *client.Client, id, state string, within time.Dur
 	return j
 }
 
+// enqueue enqueues a job with e's client; an error fails the test.
+func enqueue(t testing.TB, ctx context.Context, e *env, typ string, args []any, opts ...client.Option) *client.Job {
+	t.Helper()
+	j, err := e.c.Enqueue(ctx, typ, args, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
+
 func ctxT(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)

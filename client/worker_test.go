@@ -46,6 +46,20 @@ func startWorker(t *testing.T, e *env, cfg client.WorkerConfig, handlers map[str
 	return w
 }
 
+// waitCause waits up to 20 s for a handler's context cause on causes and
+// fails the test unless it is want; what says what did not happen in time.
+func waitCause(t *testing.T, causes <-chan error, want error, what string) {
+	t.Helper()
+	select {
+	case c := <-causes:
+		if !errors.Is(c, want) {
+			t.Fatalf("cause %v, want %v", c, want)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal(what)
+	}
+}
+
 // A worker runs each job's handler once and acks it with its result;
 // OnReported sees every ack confirmed (ojs-worker-protocol.md 6, 8:
 // never more active jobs than its concurrency).
@@ -81,10 +95,7 @@ func TestWorkerRunsAndAcks(t *testing.T) {
 		})
 		var ids []string
 		for i := range n {
-			j, err := e.c.Enqueue(ctx, "sum", []any{i, 1}, client.Queue("work"))
-			if err != nil {
-				t.Fatal(err)
-			}
+			j := enqueue(t, ctx, e, "sum", []any{i, 1}, client.Queue("work"))
 			ids = append(ids, j.ID)
 		}
 		eventually(t, 30*time.Second, "every job acked", func() bool { return acked.Load() == n })
@@ -124,19 +135,9 @@ func TestWorkerTimeoutCancelsContext(t *testing.T) {
 				return nil, errors.New("gave up after " + time.Since(start).Round(time.Millisecond).String())
 			},
 		})
-		j, err := e.c.Enqueue(ctx, "slow", nil, client.Queue("slow"), client.Timeout(time.Second),
+		j := enqueue(t, ctx, e, "slow", nil, client.Queue("slow"), client.Timeout(time.Second),
 			client.GracePeriod(10*time.Second), client.Retry(client.RetryPolicy{MaxAttempts: 1}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case c := <-causes:
-			if !errors.Is(c, client.ErrExecutionTimeout) {
-				t.Fatalf("cause %v, want ErrExecutionTimeout", c)
-			}
-		case <-time.After(20 * time.Second):
-			t.Fatal("handler context not cancelled at the execution timeout")
-		}
+		waitCause(t, causes, client.ErrExecutionTimeout, "handler context not cancelled at the execution timeout")
 		g := waitState(t, e.c, j.ID, "discarded", 15*time.Second)
 		if g.Error == nil || g.Error.Kind() != "timeout" {
 			t.Fatalf("error %+v, want type timeout", g.Error)
@@ -165,10 +166,7 @@ func TestWorkerCancelSignal(t *testing.T) {
 				return nil, ctx.Err()
 			},
 		})
-		j, err := e.c.Enqueue(ctx, "long", nil, client.Queue("long"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		j := enqueue(t, ctx, e, "long", nil, client.Queue("long"))
 		select {
 		case <-started:
 		case <-time.After(20 * time.Second):
@@ -177,14 +175,7 @@ func TestWorkerCancelSignal(t *testing.T) {
 		if _, err := e.c.Cancel(ctx, j.ID); err != nil {
 			t.Fatal(err)
 		}
-		select {
-		case c := <-causes:
-			if !errors.Is(c, client.ErrJobCancelled) {
-				t.Fatalf("cause %v, want ErrJobCancelled", c)
-			}
-		case <-time.After(20 * time.Second):
-			t.Fatal("handler of a cancelled job not cancelled")
-		}
+		waitCause(t, causes, client.ErrJobCancelled, "handler of a cancelled job not cancelled")
 		if g, _ := e.c.Get(ctx, j.ID); g.State != "cancelled" || reports.Load() != 0 {
 			t.Fatalf("state %s, %d reports", g.State, reports.Load())
 		}
@@ -213,10 +204,7 @@ func TestWorkerHeartbeatKeepsTheJob(t *testing.T) {
 					}
 				},
 			})
-		j, err := e.c.Enqueue(ctx, "beat", nil, client.Queue("beat"), client.HeartbeatTimeout(time.Second))
-		if err != nil {
-			t.Fatal(err)
-		}
+		j := enqueue(t, ctx, e, "beat", nil, client.Queue("beat"), client.HeartbeatTimeout(time.Second))
 		if err := <-progressed; err != nil {
 			t.Fatalf("report progress: %v", err)
 		}
@@ -264,15 +252,9 @@ func TestWorkerGracePeriod(t *testing.T) {
 				return "too late", nil
 			},
 		})
-		polite, err := e.c.Enqueue(ctx, "polite", nil, client.Queue("grace"), client.Timeout(time.Second), client.GracePeriod(5*time.Second))
-		if err != nil {
-			t.Fatal(err)
-		}
-		stubborn, err := e.c.Enqueue(ctx, "stubborn", nil, client.Queue("grace"), client.Timeout(time.Second),
+		polite := enqueue(t, ctx, e, "polite", nil, client.Queue("grace"), client.Timeout(time.Second), client.GracePeriod(5*time.Second))
+		stubborn := enqueue(t, ctx, e, "stubborn", nil, client.Queue("grace"), client.Timeout(time.Second),
 			client.GracePeriod(time.Second), client.Retry(client.RetryPolicy{MaxAttempts: 1}))
-		if err != nil {
-			t.Fatal(err)
-		}
 		if g := waitState(t, e.c, polite.ID, "completed", 20*time.Second); string(g.Result) != `{"partial":"saved"}` {
 			t.Fatalf("polite result %s", g.Result)
 		}
@@ -313,12 +295,9 @@ func TestWorkerRateLimitUntil(t *testing.T) {
 			},
 		})
 		conc := 10
-		j, err := e.c.Enqueue(ctx, "call", nil, client.Queue("api"),
+		j := enqueue(t, ctx, e, "call", nil, client.Queue("api"),
 			client.RateLimit(client.RateLimitPolicy{Key: "partner-api", Concurrency: &conc}),
 			client.Retry(client.RetryPolicy{MaxAttempts: 3, InitialInterval: 10 * time.Millisecond, NoJitter: true}))
-		if err != nil {
-			t.Fatal(err)
-		}
 		<-starts
 		g := waitState(t, e.c, j.ID, "completed", 30*time.Second)
 		second := <-starts
@@ -363,11 +342,8 @@ func TestWorkerDrainsOnStop(t *testing.T) {
 			t.Fatal(err)
 		}
 		quick, _ := e.c.Enqueue(ctx, "quick", nil, client.Queue("drain"))
-		endless, err := e.c.Enqueue(ctx, "endless", nil, client.Queue("drain"),
+		endless := enqueue(t, ctx, e, "endless", nil, client.Queue("drain"),
 			client.Retry(client.RetryPolicy{MaxAttempts: 3, InitialInterval: time.Hour, MaxInterval: time.Hour})) // stays retryable
-		if err != nil {
-			t.Fatal(err)
-		}
 		for range 2 {
 			select {
 			case <-running:
@@ -394,10 +370,7 @@ func TestWorkerDrainsOnStop(t *testing.T) {
 		if g.Error == nil || g.Error.Kind() != "shutdown" {
 			t.Fatalf("endless job error %+v, want type shutdown", g.Error)
 		}
-		late, err := e.c.Enqueue(ctx, "quick", nil, client.Queue("drain"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		late := enqueue(t, ctx, e, "quick", nil, client.Queue("drain"))
 		if g, _ := e.c.Get(ctx, late.ID); g.State != "available" {
 			t.Fatalf("job enqueued after stop: %s", g.State)
 		}
@@ -512,18 +485,8 @@ func TestWorkerCancelsAtTheServersDefaultTimeout(t *testing.T) {
 				return "cleaned up", nil
 			},
 		})
-		j, err := e.c.Enqueue(ctx, "wait", nil, client.Queue("dflt"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case c := <-causes:
-			if !errors.Is(c, client.ErrExecutionTimeout) {
-				t.Fatalf("cause %v, want ErrExecutionTimeout", c)
-			}
-		case <-time.After(20 * time.Second):
-			t.Fatal("handler not cancelled at the server's default timeout")
-		}
+		j := enqueue(t, ctx, e, "wait", nil, client.Queue("dflt"))
+		waitCause(t, causes, client.ErrExecutionTimeout, "handler not cancelled at the server's default timeout")
 		waitState(t, e.c, j.ID, "completed", 10*time.Second) // its result came within the grace period
 	})
 }
