@@ -138,13 +138,7 @@ func TestIssue19FetchWaitReturnsWhenJobsArrive(t *testing.T) {
 		got <- reply{a, time.Since(start)}
 	}()
 	// Enqueue only once the fetch is waiting (in flight on its endpoint).
-	deadline := time.Now().Add(10 * time.Second)
-	for f.inFlight("workers-fetch") < 1 {
-		if time.Now().After(deadline) {
-			t.Fatal("fetch never in flight")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	f.waitFetching()
 	a, b := f.enqueue("fw"), f.enqueue("fw")
 	r := <-got
 	r.a.must(t, "fetch")
@@ -181,24 +175,41 @@ func TestIssue19FetchWaitExpiresEmpty(t *testing.T) {
 func TestIssue19StopEndsFetchWait(t *testing.T) {
 	t.Parallel()
 	f := setup(t, app.Config{})
-	got := make(chan answer, 1)
-	go func() {
-		got <- f.natsWithin("workers.fetch", map[string]any{"queues": []string{"fs"}, "wait_ms": 30000}, 40*time.Second)
-	}()
+	a := f.endWaitingFetch("fs", "stop", func() { f.srv.NatsAPI().Stop() })
+	a.must(t, "fetch during stop")
+}
+
+// waitFetching returns once a fetch is waiting (in flight on its
+// endpoint), failing the test after 10 s.
+func (f *fixture) waitFetching() {
+	f.t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for f.inFlight("workers-fetch") < 1 {
 		if time.Now().After(deadline) {
-			t.Fatal("fetch never in flight")
+			f.t.Fatal("fetch never in flight")
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// endWaitingFetch starts a fetch on queue that waits up to 30 s, runs end
+// (what: "stop", "kill") once the fetch is waiting, and returns the
+// fetch's answer; it fails the test unless the answer comes within 10 s of
+// end.
+func (f *fixture) endWaitingFetch(queue, what string, end func()) answer {
+	f.t.Helper()
+	got := make(chan answer, 1)
+	go func() {
+		got <- f.natsWithin("workers.fetch", map[string]any{"queues": []string{queue}, "wait_ms": 30000}, 40*time.Second)
+	}()
+	f.waitFetching()
 	start := time.Now()
-	f.srv.NatsAPI().Stop()
+	end()
 	a := <-got
 	if took := time.Since(start); took > 10*time.Second {
-		t.Fatalf("stop took %v with a fetch waiting", took)
+		f.t.Fatalf("%s took %v with a fetch waiting", what, took)
 	}
-	a.must(t, "fetch during stop")
+	return a
 }
 
 // inFlight reads an endpoint's requests in flight from `nats micro stats`.
@@ -255,21 +266,5 @@ func TestIssue19BodyTooLarge(t *testing.T) {
 func TestIssue19KillEndsFetchWait(t *testing.T) {
 	t.Parallel()
 	f := setup(t, app.Config{})
-	got := make(chan answer, 1)
-	go func() {
-		got <- f.natsWithin("workers.fetch", map[string]any{"queues": []string{"fk"}, "wait_ms": 30000}, 40*time.Second)
-	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for f.inFlight("workers-fetch") < 1 {
-		if time.Now().After(deadline) {
-			t.Fatal("fetch never in flight")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	start := time.Now()
-	f.srv.NatsAPI().Kill()
-	<-got
-	if took := time.Since(start); took > 10*time.Second {
-		t.Fatalf("kill took %v with a fetch waiting", took)
-	}
+	f.endWaitingFetch("fk", "kill", func() { f.srv.NatsAPI().Kill() })
 }
