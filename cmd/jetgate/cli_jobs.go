@@ -26,22 +26,18 @@ func jobsCommand() command {
 }
 
 func jobsGetLeaf() *leaf {
-	return &leaf{use: "jobs get ID", nargs: 1,
-		summary: "Shows one job: its type, queue, state, priority, attempts, timestamps and last error.",
-		run: func(ctx context.Context, c *cliCtx, args []string) error {
-			body, err := c.call(ctx, opJobsGet, map[string]any{"id": args[0]})
-			if err != nil {
-				return err
-			}
-			return c.printJob(body)
-		}}
+	return jobLeaf("get", opJobsGet, "Shows one job: its type, queue, state, priority, attempts, timestamps and last error.")
 }
 
 func jobsCancelLeaf() *leaf {
-	return &leaf{use: "jobs cancel ID", nargs: 1,
-		summary: "Cancels a job that has not finished (active jobs too: their worker's ack or nack is then refused).",
+	return jobLeaf("cancel", opJobsCancel, "Cancels a job that has not finished (active jobs too: their worker's ack or nack is then refused).")
+}
+
+// jobLeaf is "jobs VERB ID": op on the job ID, printing the job it answers.
+func jobLeaf(verb, op, summary string) *leaf {
+	return &leaf{use: "jobs " + verb + " ID", nargs: 1, summary: summary,
 		run: func(ctx context.Context, c *cliCtx, args []string) error {
-			body, err := c.call(ctx, opJobsCancel, map[string]any{"id": args[0]})
+			body, err := c.call(ctx, op, map[string]any{"id": args[0]})
 			if err != nil {
 				return err
 			}
