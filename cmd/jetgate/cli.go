@@ -23,9 +23,6 @@ type leaf struct {
 	// check, if set, validates the arguments and flags before any
 	// connection is made.
 	check func(args []string) error
-	// http marks a leaf that uses the HTTP API (--http-url) instead of
-	// NATS: no NATS connection is made for it.
-	http bool
 }
 
 // cliCtx is what a leaf runs with: a connected remote, the output, and
@@ -220,11 +217,6 @@ func dialNATS(rf *remoteFlags) (*cliCtx, func(), error) {
 	return &cliCtx{remote: remote{nc: nc, flags: rf}}, nc.Close, nil
 }
 
-// dialNone is the dial of a leaf that makes its own requests.
-func dialNone(rf *remoteFlags) (*cliCtx, func(), error) {
-	return &cliCtx{remote: remote{flags: rf}}, func() {}, nil
-}
-
 // group is a command with subcommands (jetgate jobs get|cancel|...).
 func group(name, intro string, leaves ...*leaf) command {
 	var b strings.Builder
@@ -248,11 +240,7 @@ func group(name, intro string, leaves ...*leaf) command {
 		}
 		for _, l := range leaves {
 			if sub, _, _ := strings.Cut(strings.TrimPrefix(l.use, name+" "), " "); sub == args[0] {
-				dial := dialNATS
-				if l.http {
-					dial = dialNone
-				}
-				return runLeaf(ctx, l, args[1:], stdout, stderr, dial)
+				return runLeaf(ctx, l, args[1:], stdout, stderr, dialNATS)
 			}
 		}
 		fmt.Fprint(stderr, usage)

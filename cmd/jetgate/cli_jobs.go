@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -18,6 +17,7 @@ const (
 	opJobsGet     = "jobs.get"
 	opJobsCancel  = "jobs.cancel"
 	opJobsPatch   = "jobs.patch"
+	opAdminJobs   = "admin.jobs"
 )
 
 func jobsCommand() command {
@@ -87,16 +87,14 @@ func jobsPatchLeaf() *leaf {
 		}}
 }
 
-// jobsLsLeaf lists jobs with the admin API's listing over HTTP: the NATS
-// binding has no listing of jobs (NATSBIND.md lists none), so this one
-// command needs --http-url.
+// jobsLsLeaf lists jobs with the admin API's job listing (ADM-003) over
+// the NATS binding (admin.jobs).
 func jobsLsLeaf() *leaf {
-	var queue, state, typ, cursor, httpURL string
+	var queue, state, typ, cursor string
 	var limit int
-	return &leaf{use: "jobs ls", nargs: 0, http: true,
-		summary: "Lists jobs, filtered by queue, state and type, one page at a time. It reads the admin API's job listing (GET /ojs/v1/admin/jobs, ADM-003) over HTTP at --http-url: the NATS API has no job listing.",
+	return &leaf{use: "jobs ls", nargs: 0,
+		summary: "Lists jobs, filtered by queue, state and type, one page at a time (the admin API's job listing, ADM-003).",
 		flags: func(fs *flag.FlagSet) {
-			fs.StringVar(&httpURL, "http-url", "http://127.0.0.1:8080", "Base URL of jetgate's HTTP API (env JETGATE_HTTP_URL).")
 			fs.StringVar(&queue, "queue", "", "Only jobs of this queue.")
 			fs.StringVar(&state, "state", "", "Only jobs in this state (available, active, scheduled, retryable, pending, completed, cancelled, discarded).")
 			fs.StringVar(&typ, "type", "", "Only jobs of this type, or of a type prefix ending in *.")
@@ -104,13 +102,13 @@ func jobsLsLeaf() *leaf {
 			fs.StringVar(&cursor, "cursor", "", "Continue after a previous page (its next cursor).")
 		},
 		run: func(ctx context.Context, c *cliCtx, _ []string) error {
-			q := url.Values{"per_page": {strconv.Itoa(limit)}}
+			req := map[string]any{"per_page": limit}
 			for k, v := range map[string]string{"queue": queue, "state": state, "type": typ, "cursor": cursor} {
 				if v != "" {
-					q.Set(k, v)
+					req[k] = v
 				}
 			}
-			body, err := c.httpGet(ctx, httpURL, "/ojs/v1/admin/jobs?"+q.Encode())
+			body, err := c.call(ctx, opAdminJobs, req)
 			return c.printList(body, err, listing{key: "items", header: "ID\tTYPE\tQUEUE\tSTATE\tPRIORITY\tATTEMPT\tCREATED",
 				row: func(j map[string]any) []string {
 					return []string{str(j["id"]), str(j["type"]), str(j["queue"]), str(j["state"]),

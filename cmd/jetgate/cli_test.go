@@ -242,11 +242,12 @@ func TestCLITokenAndPrefix(t *testing.T) {
 	}
 }
 
-// jobs ls reads the admin listing over HTTP (the NATS binding has none):
-// table, JSON, filters, and a bad state is 400.
+// jobs ls reads the admin job listing (ADM-003) over NATS: table, JSON,
+// filters, and a bad state is 400.
 func TestCLIJobsLs(t *testing.T) {
 	t.Parallel()
-	jg := jetgatetest.Start(t)
+	e := startCLIEnv(t)
+	jg := e.jg
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var ids []string
@@ -257,21 +258,21 @@ func TestCLIJobsLs(t *testing.T) {
 		}
 		ids = append(ids, j.ID)
 	}
-	out, _, err := runCmd(t, "jobs", "ls", "--http-url", jg.HTTPURL, "--queue", "mail")
+	out, _, err := e.cli(t, "jobs", "ls", "--queue", "mail")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasPrefix(out, "ID") || !hasRow(out, ids[0], "email.send", "mail", "available") || !hasRow(out, ids[1], "email.send", "mail") || strings.Contains(out, ids[2]) {
 		t.Fatalf("jobs ls --queue mail:\n%s", out)
 	}
-	out, _, err = runCmd(t, "jobs", "ls", "--http-url", jg.HTTPURL, "--json")
+	out, _, err = e.cli(t, "jobs", "ls", "--json")
 	var r struct {
 		Items []map[string]any `json:"items"`
 	}
 	if err != nil || json.Unmarshal([]byte(out), &r) != nil || len(r.Items) != 3 {
 		t.Fatalf("jobs ls --json: %v\n%s", err, out)
 	}
-	_, _, err = runCmd(t, "jobs", "ls", "--http-url", jg.HTTPURL, "--state", "bogus")
+	_, _, err = e.cli(t, "jobs", "ls", "--state", "bogus")
 	wantAPIError(t, err, "400", "invalid_request")
 }
 
@@ -299,7 +300,7 @@ func TestCLIExitCode(t *testing.T) {
 	t.Parallel()
 	jg := jetgatetest.Start(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestMainProcess$")
-	cmd.Env = append(os.Environ(), "JETGATE_TEST_MAIN=jobs ls --state bogus --http-url "+jg.HTTPURL)
+	cmd.Env = append(os.Environ(), "JETGATE_TEST_MAIN=jobs ls --state bogus --nats-url "+jg.NatsURL)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	err := cmd.Run()

@@ -18,8 +18,6 @@
 // envelope, so main exits 1. events tail subscribes to the event subjects
 // (ojs.events.<type>) and filters with ojs.EventQuery, as the events
 // endpoint does. None of them decides anything or reads JetStream state.
-// jobs ls is the one remote command on HTTP (--http-url): the NATS binding
-// has no job listing, the admin API's GET /ojs/v1/admin/jobs has.
 //
 // They send the binding's requests themselves (remote.call, a dozen lines)
 // rather than through package client: --json prints the body jetgate sent,

@@ -8,9 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -111,37 +109,6 @@ func (r *remote) call(ctx context.Context, op string, body any) (json.RawMessage
 	return res.Data, nil
 }
 
-// httpGet reads base+path from jetgate's HTTP API with the bearer token;
-// an error status comes back as *apiError from its OJS envelope.
-func (r *remote) httpGet(ctx context.Context, base, path string) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, r.flags.timeout)
-	defer cancel()
-	u := strings.TrimSuffix(base, "/") + path
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Accept", "application/openjobspec+json")
-	if r.flags.token != "" {
-		req.Header.Set("Authorization", "Bearer "+r.flags.token)
-	}
-	hc := &http.Client{Transport: &http.Transport{}}
-	defer hc.CloseIdleConnections()
-	res, err := hc.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("GET %s: %w", u, err)
-	}
-	defer res.Body.Close()
-	body, err := io.ReadAll(res.Body)
-	if err != nil {
-		return nil, fmt.Errorf("GET %s: %w", u, err)
-	}
-	if res.StatusCode >= 400 {
-		return nil, decodeError(strconv.Itoa(res.StatusCode), "", body)
-	}
-	return body, nil
-}
-
 // decodeError reads the OJS error envelope {"error":{code,message,...}}
 // of an error reply, falling back to the micro headers.
 func decodeError(status, code string, body []byte) *apiError {
@@ -167,7 +134,7 @@ func printJSON(w io.Writer, body []byte) error {
 }
 
 // parseRemote parses a remote command's flags, then sets the connection
-// flags not given (and --http-url) from their JETGATE_* variables, and
+// flags not given from their JETGATE_* variables, and
 // returns the positional args. A command's own flags (--queue, --type ...)
 // have no variable: a stray JETGATE_QUEUE must not filter a listing.
 //
@@ -193,7 +160,7 @@ func parseRemote(fs *flag.FlagSet, args []string) ([]string, error) {
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	var errs []error
 	fs.VisitAll(func(f *flag.Flag) {
-		if given[f.Name] || !(isRemoteFlag(f.Name) || f.Name == "http-url") {
+		if given[f.Name] || !isRemoteFlag(f.Name) {
 			return
 		}
 		if v, ok := os.LookupEnv(envName(f.Name)); ok && v != "" {
