@@ -43,3 +43,7 @@ func (s *Service) HasLevelSnapshot(queue string) bool {
 
 // Limits is the store of the rate-limit entries.
 func (s *Service) Limits() *kvlimits.Store { return s.limits }
+
+// SetLimitSweep sets how often the promoter sweeps for forgotten waiters;
+// call it between New and Start.
+func (s *Service) SetLimitSweep(d time.Duration) { s.promoter.sweepEvery = d }

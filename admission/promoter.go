@@ -34,6 +34,9 @@ type promoter struct {
 	wake     chan struct{}
 	stopped  bool
 	wg       sync.WaitGroup
+	// sweepEvery is how often sweep looks for forgotten waiters
+	// (LimitBackstop; tests shorten it before start).
+	sweepEvery time.Duration
 }
 
 // promoterWorkers is how many entries are promoted at once.
@@ -54,6 +57,8 @@ func newPromoter(s *Service) *promoter {
 		armed:    map[string]time.Time{},
 		reclaims: map[string][]reclaimReq{},
 		wake:     make(chan struct{}, 1),
+
+		sweepEvery: LimitBackstop,
 	}
 }
 
@@ -64,6 +69,57 @@ func (p *promoter) start(ctx context.Context) {
 			defer p.wg.Done()
 			p.work(ctx)
 		}()
+	}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		p.sweep(ctx)
+	}()
+}
+
+// sweep makes sure no waiter is forgotten: every sweepEvery it lists the
+// entries with waiters stored and kicks each one this process holds no
+// wake-up for (a local timer).
+//
+// The wake-ups of a waiting entry are a release or park that kicks it, a
+// local timer, and a JetStream limit timer; all three can be lost
+// together: the process that armed the local timer is killed after its
+// JetStream timer failed to be written (a NATS node was down), or a read
+// behind the writes cleared the waiting hint, so releases no longer kick.
+// The entry then waited for the next park, which may never come (found by
+// the chaos suite, cmd/jetgate/chaos: 30 window-limited jobs left
+// waiting, their key open, no timer anywhere). The sweep costs one stream
+// info per process per interval, plus a round for each waiting entry the
+// process had no timer for.
+func (p *promoter) sweep(ctx context.Context) {
+	t := time.NewTicker(p.sweepEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		names, err := p.s.store.WaitingEntries(lctx)
+		cancel()
+		if err != nil {
+			p.s.log.Debug("limit sweep failed; next interval", "error", err)
+			continue
+		}
+		for _, name := range names {
+			e, ok := kvlimits.ParseEntry(name)
+			if !ok {
+				continue
+			}
+			p.mu.Lock()
+			_, armed := p.local[name]
+			p.mu.Unlock()
+			if !armed {
+				p.s.log.Debug("limit sweep: waiters without a wake-up here", "limit", name)
+				p.kick(e)
+			}
+		}
 	}
 }
 

@@ -125,6 +125,31 @@ func (s *Store) waitLevels(ctx context.Context, entry string) ([]int, error) {
 	return levels, nil
 }
 
+// WaitingEntries lists the names of the limit entries that have waiters
+// stored, read from the wait stream's subject counts (one request).
+func (s *Store) WaitingEntries(ctx context.Context) ([]string, error) {
+	info, err := s.assets.Wait.Info(ctx, jetstream.WithSubjectFilter(topology.WaitSubjects))
+	if err != nil {
+		return nil, fmt.Errorf("entries with waiters: %w", Unavailable(err))
+	}
+	seen := map[string]bool{}
+	for subj, n := range info.State.Subjects {
+		toks := strings.Split(subj, ".") // ojs.wait.<entry>.<priority>
+		if n == 0 || len(toks) != 4 {
+			continue
+		}
+		if name, err := topology.Untoken(toks[2]); err == nil {
+			seen[name] = true
+		}
+	}
+	names := make([]string, 0, len(seen))
+	for name := range seen {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
 // WaitingCount is the number of waiters parked on an entry.
 func (s *Store) WaitingCount(ctx context.Context, entry string) (int, error) {
 	info, err := s.assets.Wait.Info(ctx, jetstream.WithSubjectFilter(topology.WaitEntryFilter(entry)))
