@@ -401,17 +401,17 @@ const StaleLeaseAge = time.Minute
 // lease's token (a process died between a job leaving active and the
 // release). It reads the records of an entry's leases only when the entry
 // is full and has waiters.
-func (s *Service) verifyLeases(ctx context.Context, e kvlimits.Entry) error {
+func (s *Service) verifyLeases(ctx context.Context, e kvlimits.Entry) (reclaimed bool, err error) {
 	st, err := s.limits.Get(ctx, e)
 	if err != nil {
 		if isNotFound(err) {
-			return nil
+			return false, nil
 		}
-		return err
+		return false, err
 	}
 	l := st.Effective(s.now())
 	if st.Waiting == 0 || l.Concurrency == nil || len(st.Active) < *l.Concurrency {
-		return nil
+		return false, nil
 	}
 	var stale []kvlimits.Lease
 	for _, lease := range st.Active {
@@ -423,13 +423,13 @@ func (s *Service) verifyLeases(ctx context.Context, e kvlimits.Entry) error {
 		case isNotFound(err):
 			stale = append(stale, lease)
 		case err != nil:
-			return err
+			return false, err
 		case j.State != ojs.StateActive || j.Internal.Token != lease.Token:
 			stale = append(stale, lease)
 		}
 	}
 	if len(stale) == 0 {
-		return nil
+		return false, nil
 	}
 	err = s.limits.Update(ctx, e, func(st *kvlimits.State) bool {
 		changed := false
@@ -443,7 +443,7 @@ func (s *Service) verifyLeases(ctx context.Context, e kvlimits.Entry) error {
 	if err == nil {
 		s.log.Info("reclaimed rate limit slots of jobs no longer active", "limit", e, "slots", len(stale))
 	}
-	return err
+	return err == nil, err
 }
 
 // startedLimited records a limited job's start: the wait the limits caused

@@ -25,7 +25,10 @@ type promoter struct {
 	running map[string]bool // entries being promoted now
 	again   map[string]bool // kicked while being promoted
 	local   map[string]*time.Timer
-	armed   map[string]time.Time // JetStream limit timers this process set
+	// verified is when each entry's leases were last verified by a
+	// round of this process (verifyDue).
+	verified map[string]time.Time
+	armed    map[string]time.Time // JetStream limit timers this process set
 	// reclaims are slots whose release or undo failed, or whose acquire
 	// had an unknown outcome (NATS unavailable): before the entry's next
 	// promotion round, each is released (unless its job may be active
@@ -54,6 +57,7 @@ func newPromoter(s *Service) *promoter {
 		running:  map[string]bool{},
 		again:    map[string]bool{},
 		local:    map[string]*time.Timer{},
+		verified: map[string]time.Time{},
 		armed:    map[string]time.Time{},
 		reclaims: map[string][]reclaimReq{},
 		wake:     make(chan struct{}, 1),
@@ -297,6 +301,21 @@ func (p *promoter) at(e kvlimits.Entry, t time.Time) {
 	}
 }
 
+// verifyDue reports whether a round of this process should verify the
+// leases of entry name at now (once per LimitBackstop), and notes it.
+func (p *promoter) verifyDue(name string, now time.Time) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if last, ok := p.verified[name]; ok && now.Sub(last) < LimitBackstop {
+		return false
+	}
+	if len(p.verified) > 10_000 {
+		clear(p.verified) // bounded: forgetting only makes a verify come early
+	}
+	p.verified[name] = now
+	return true
+}
+
 // maxPromote bounds the waiters released in one round; more follow in
 // the next round at once.
 const maxPromote = 256
@@ -345,7 +364,25 @@ func (s *Service) promote(ctx context.Context, e kvlimits.Entry) error {
 			if next.IsZero() {
 				// Waiting for running jobs to finish: a release wakes
 				// the entry; the backstop covers a release lost with its
-				// process.
+				// process. Leases whose release was lost are verified in
+				// this round too, not only when the entry's JetStream
+				// timer fires: in the chaos suite two leases of finished
+				// jobs held a full key for minutes while its rounds ran
+				// every 15 s and the timer's rounds reclaimed nothing,
+				// until a process started afresh did.
+				// At most once per LimitBackstop per entry and process:
+				// parks kick rounds too, and a lease older than
+				// StaleLeaseAge costs a read of its job.
+				if s.promoter.verifyDue(e.Name(), now) {
+					reclaimed, err := s.verifyLeases(ctx, e)
+					if err != nil {
+						return err
+					}
+					if reclaimed {
+						s.promoter.kick(e)
+						return nil
+					}
+				}
 				next = now.Add(LimitBackstop)
 			}
 			s.promoter.at(e, next)
@@ -605,7 +642,7 @@ func (s *Service) onLimitTimer(ctx context.Context, name string) error {
 	s.promoter.mu.Lock()
 	delete(s.promoter.armed, name)
 	s.promoter.mu.Unlock()
-	if err := s.verifyLeases(ctx, e); err != nil {
+	if _, err := s.verifyLeases(ctx, e); err != nil {
 		return err
 	}
 	return s.promote(ctx, e)
