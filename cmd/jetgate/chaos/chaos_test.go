@@ -17,7 +17,7 @@ import (
 
 // settings of a run, from the environment.
 type settings struct {
-	rounds int           // JETGATE_CHAOS_ROUNDS (unset or 0: TestChaos is skipped)
+	rounds int           // JETGATE_CHAOS_ROUNDS (unset: shortRounds, or none with -short; 0: TestChaos is skipped)
 	load   time.Duration // JETGATE_CHAOS_ROUND: least time of load per round (10s)
 	drain  time.Duration // JETGATE_CHAOS_DRAIN: how long an accepted job may take to end (150s)
 	calm   bool          // JETGATE_CHAOS_CALM=1: the same load and checks, nothing killed (a baseline)
@@ -25,11 +25,18 @@ type settings struct {
 	logLevel string
 }
 
+// shortRounds is the short form's number of rounds: TestChaos runs it in
+// every `go test ./...` without -short (about two minutes).
+const shortRounds = 3
+
 func readSettings(t *testing.T) settings {
 	t.Helper()
 	s := settings{load: 10 * time.Second, drain: 150 * time.Second, logLevel: "warn"}
 	if v := os.Getenv("JETGATE_CHAOS_LOG_LEVEL"); v != "" {
 		s.logLevel = v
+	}
+	if !testing.Short() {
+		s.rounds = shortRounds
 	}
 	if v := os.Getenv("JETGATE_CHAOS_ROUNDS"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -56,11 +63,12 @@ func readSettings(t *testing.T) settings {
 // mixed HTTP load; each round kills -9 and restarts one jetgate process and
 // one NATS node and kills workers in the middle of their jobs; the observer
 // checks the invariants of package doc after every round. Run it with
-// JETGATE_CHAOS_ROUNDS=3 (the short form .ci/run runs) or 100 (task chaos).
+// the short form by default (shortRounds rounds: what `go test ./...`, and
+// so .ci/run, runs), or JETGATE_CHAOS_ROUNDS=100 (task chaos).
 func TestChaos(t *testing.T) {
 	s := readSettings(t)
 	if s.rounds == 0 {
-		t.Skip("set JETGATE_CHAOS_ROUNDS to run the process-level chaos suite (docs/chaos.md)")
+		t.Skip("the process-level chaos suite is off (-short, or JETGATE_CHAOS_ROUNDS=0); see docs/chaos.md")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

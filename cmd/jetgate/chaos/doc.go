@@ -5,8 +5,9 @@
 // process, kill -9 of a NATS node and the death of workers in the middle of
 // their jobs. An observer checks after every round that no invariant broke.
 //
-// The package has no code outside its tests. TestChaos runs only when
-// JETGATE_CHAOS_ROUNDS is set (.ci/run runs 3 rounds; `task chaos` 100);
+// The package has no code outside its tests. TestChaos runs its short form
+// (3 rounds) in every `go test ./...`, so .ci/run runs it, and is skipped
+// with -short; JETGATE_CHAOS_ROUNDS sets the rounds (`task chaos`: 100);
 // the checks themselves are unit-tested on synthetic records by the tests
 // that always run, so each one is known to catch what it names.
 //
