@@ -121,16 +121,21 @@ type depthUnit struct {
 type bpQueue struct {
 	name string
 
-	ensureMu  sync.Mutex // serialises ensureDepth's stream requests
-	mu        sync.Mutex
-	stream    jetstream.Stream
-	applied   ojs.Backpressure
-	ensured   bool
-	waiters   []*waiter
-	depth     int64 // units in the depth stream
-	over      int64 // overdraft units
-	bytes     int64
-	seenAt    time.Time
+	ensureMu sync.Mutex // serialises ensureDepth's stream requests
+	mu       sync.Mutex
+	stream   jetstream.Stream
+	applied  ojs.Backpressure
+	ensured  bool
+	waiters  []*waiter
+	depth    int64 // units in the depth stream
+	over     int64 // overdraft units
+	bytes    int64
+	seenAt   time.Time
+	// readMu serialises the fresh readings of a refusal (observe);
+	// freshAt is when the last one started: a refusal that came before
+	// it uses its result instead of reading again.
+	readMu    sync.Mutex
+	freshAt   time.Time
 	level     int
 	reconcile time.Time
 }

@@ -331,24 +331,39 @@ func bound(cfg ojs.Backpressure, kind string) int64 {
 // observe returns the queue's pressure, read from its depth stream when
 // the last reading is older than pressureFresh (or fresh is asked), and
 // emits the warning, critical and cleared events when the level changes.
+//
+// A fresh reading (a refusal's) is taken after the caller arrived, but
+// refusals share them: one that arrives while another's reading is under
+// way waits for it and takes the next, which also serves every refusal
+// that arrived meanwhile. Reading afresh for each refusal (a stream info
+// and an overdraft read) made a 429 cost as much as an enqueue, and under
+// overload (jetgate load, issue 20) the refusals crowded out the drain.
 func (s *Service) observe(ctx context.Context, q *bpQueue, cfg ojs.Backpressure, fresh bool) ojs.Pressure {
-	q.mu.Lock()
-	stale := fresh || time.Since(q.seenAt) > pressureFresh
-	if stale {
-		q.seenAt = time.Now() // one reader at a time; the others use the last reading
-	}
-	st := q.stream
-	q.mu.Unlock()
-	if stale && st != nil {
-		if info, err := st.Info(ctx); err == nil {
+	if fresh {
+		arrived := time.Now()
+		q.readMu.Lock()
+		q.mu.Lock()
+		covered := q.freshAt.After(arrived)
+		st := q.stream
+		q.mu.Unlock()
+		if !covered && st != nil {
+			start := time.Now()
+			s.readDepth(ctx, q, st)
 			q.mu.Lock()
-			q.depth, q.bytes = int64(info.State.Msgs), int64(info.State.Bytes)
+			q.freshAt, q.seenAt = start, start
 			q.mu.Unlock()
 		}
-		if n, ok := s.overdraftCount(ctx, q.name); ok {
-			q.mu.Lock()
-			q.over = n
-			q.mu.Unlock()
+		q.readMu.Unlock()
+	} else {
+		q.mu.Lock()
+		stale := time.Since(q.seenAt) > pressureFresh
+		if stale {
+			q.seenAt = time.Now() // one reader at a time; the others use the last reading
+		}
+		st := q.stream
+		q.mu.Unlock()
+		if stale && st != nil {
+			s.readDepth(ctx, q, st)
 		}
 	}
 	q.mu.Lock()
@@ -372,6 +387,20 @@ func (s *Service) observe(ctx context.Context, q *bpQueue, cfg ojs.Backpressure,
 	}
 	s.pressureEvents(p, prev, level)
 	return p
+}
+
+// readDepth reads a queue's depth, size and overdraft from JetStream.
+func (s *Service) readDepth(ctx context.Context, q *bpQueue, st jetstream.Stream) {
+	if info, err := st.Info(ctx); err == nil {
+		q.mu.Lock()
+		q.depth, q.bytes = int64(info.State.Msgs), int64(info.State.Bytes)
+		q.mu.Unlock()
+	}
+	if n, ok := s.overdraftCount(ctx, q.name); ok {
+		q.mu.Lock()
+		q.over = n
+		q.mu.Unlock()
+	}
 }
 
 func pressureRatio(p ojs.Pressure) float64 {
