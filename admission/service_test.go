@@ -36,6 +36,12 @@ func setupOn(t *testing.T, nc interface{ Close() }, js jetstream.JetStream) bund
 
 func setupCfg(t testing.TB, js jetstream.JetStream, cfg admission.Config) bundle {
 	t.Helper()
+	return setupWith(t, js, cfg, nil)
+}
+
+// setupWith is setupCfg with before, if set, called between New and Start.
+func setupWith(t testing.TB, js jetstream.JetStream, cfg admission.Config, before func(*admission.Service)) bundle {
+	t.Helper()
 	ctx := testCtx(t)
 	assets, err := topology.Ensure(ctx, js, topology.Config{})
 	if err != nil {
@@ -45,6 +51,9 @@ func setupCfg(t testing.TB, js jetstream.JetStream, cfg admission.Config) bundle
 	svc, err := admission.New(conn, js, assets, cfg)
 	if err != nil {
 		t.Fatalf("new: %v", err)
+	}
+	if before != nil {
+		before(svc)
 	}
 	if err := svc.Start(ctx); err != nil {
 		t.Fatalf("start: %v", err)

@@ -47,15 +47,7 @@ func waiterStartsAfterLostPromotion(t *testing.T, name string, age, within time.
 	b := setup(t)
 	ctx := testCtx(t)
 	key, queue := "lost-promotion-"+name, "rllost"+name
-	pol := `{"key":"` + key + `","concurrency":1}`
-	first := enqueue(t, b, limitedJob(queue, pol, 0))
-	second := enqueue(t, b, limitedJob(queue, pol, 1))
-	if j := fetch1(t, b, queue); j == nil || j.ID != first.ID {
-		t.Fatalf("first fetch = %v, want %s", j, first.ID)
-	}
-	if j := fetch1(t, b, queue); j != nil {
-		t.Fatalf("RL-001: %s started with the only slot taken", j.ID)
-	}
+	first, second := oneSlotTaken(t, b, key, queue)
 	entry := kvlimits.KeyEntry(key)
 	ws, err := b.js.Stream(ctx, topology.WaitStream)
 	if err != nil {

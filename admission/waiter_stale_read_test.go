@@ -6,6 +6,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetgate/jetgate/admission/ojs"
 	"github.com/jetgate/jetgate/jetstream/jobstore"
 	"github.com/jetgate/jetgate/jetstream/topology"
 	"github.com/jetgate/jetgate/kvlimits"
@@ -28,15 +29,7 @@ func TestWaiterKeptOnReadBehindPark(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := testCtx(t)
-	pol := `{"key":"stale-read","concurrency":1}`
-	first := enqueue(t, b, limitedJob("rlstale", pol, 0))
-	second := enqueue(t, b, limitedJob("rlstale", pol, 1))
-	if j := fetch1(t, b, "rlstale"); j == nil || j.ID != first.ID {
-		t.Fatalf("first fetch = %v, want %s", j, first.ID)
-	}
-	if j := fetch1(t, b, "rlstale"); j != nil {
-		t.Fatalf("RL-001: %s started with the only slot taken", j.ID)
-	}
+	first, second := oneSlotTaken(t, b, "stale-read", "rlstale")
 	rec, rev, err := b.svc.Store().Get(ctx, second.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -83,4 +76,21 @@ func TestWaiterKeptOnReadBehindPark(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// oneSlotTaken enqueues two jobs on queue under key with a concurrency
+// limit of 1 and fetches: the first starts (running), the second is
+// refused and waits (RL-001).
+func oneSlotTaken(t *testing.T, b bundle, key, queue string) (running, waiting *ojs.Job) {
+	t.Helper()
+	pol := `{"key":"` + key + `","concurrency":1}`
+	running = enqueue(t, b, limitedJob(queue, pol, 0))
+	waiting = enqueue(t, b, limitedJob(queue, pol, 1))
+	if j := fetch1(t, b, queue); j == nil || j.ID != running.ID {
+		t.Fatalf("first fetch = %v, want %s", j, running.ID)
+	}
+	if j := fetch1(t, b, queue); j != nil {
+		t.Fatalf("RL-001: %s started with the only slot taken", j.ID)
+	}
+	return running, waiting
 }

@@ -30,15 +30,7 @@ func TestSweepFindsForgottenWaiter(t *testing.T) {
 	_, js := natstest.Connect(t, ns)
 	ctx := testCtx(t)
 	first := setupCfg(t, js, admission.Config{})
-	pol := `{"key":"forgotten","concurrency":1}`
-	running := enqueue(t, first, limitedJob("rlforgot", pol, 0))
-	waiter := enqueue(t, first, limitedJob("rlforgot", pol, 1))
-	if j := fetch1(t, first, "rlforgot"); j == nil || j.ID != running.ID {
-		t.Fatalf("first fetch = %v, want %s", j, running.ID)
-	}
-	if j := fetch1(t, first, "rlforgot"); j != nil {
-		t.Fatalf("RL-001: %s started with the only slot taken", j.ID)
-	}
+	running, waiter := oneSlotTaken(t, first, "forgotten", "rlforgot")
 	entry := kvlimits.KeyEntry("forgotten")
 	for deadline := time.Now().Add(10 * time.Second); ; {
 		n, err := first.svc.Store().WaitingCount(ctx, entry.Name())
@@ -66,20 +58,7 @@ func TestSweepFindsForgottenWaiter(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	assets, err := topology.Ensure(ctx, js, topology.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, err := admission.New(js.Conn(), js, assets, admission.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc.SetLimitSweep(200 * time.Millisecond)
-	if err := svc.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(svc.Stop)
-	second := bundle{svc: svc, js: js}
+	second := setupWith(t, js, admission.Config{}, func(svc *admission.Service) { svc.SetLimitSweep(200 * time.Millisecond) })
 	ack(t, second, running.ID)
 	if j := fetchWithin(t, second, 10*time.Second, "rlforgot"); j == nil || j.ID != waiter.ID {
 		t.Fatalf("after the slot freed, fetch = %v, want %s: a waiter with no wake-up left was forgotten", j, waiter.ID)
