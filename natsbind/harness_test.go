@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/jetgate/jetgate/cmd/jetgate/app"
+	"github.com/jetgate/jetgate/jetstream/natstest"
 )
 
 // fixture is one running jetgate (embedded NATS, HTTP and the NATS API)
@@ -42,12 +42,8 @@ func setup(t *testing.T, cfg app.Config) *fixture {
 	cfg.DataDir = t.TempDir()
 	cfg.HTTPAddr = "127.0.0.1:0"
 	cfg.NatsAddr = "127.0.0.1:0"
-	lw := &testLog{t: t}
-	t.Cleanup(func() {
-		lw.mu.Lock()
-		lw.done = true
-		lw.mu.Unlock()
-	})
+	lw := natstest.NewLogWriter(t)
+	t.Cleanup(lw.Stop)
 	return setupLogged(t, cfg, slog.New(slog.NewTextHandler(lw, &slog.HandlerOptions{Level: slog.LevelError})))
 }
 
@@ -71,22 +67,6 @@ func setupLogged(t *testing.T, cfg app.Config, log *slog.Logger) *fixture {
 		_ = s.Shutdown(ctx)
 	})
 	return &fixture{t: t, srv: s, nc: nc, base: s.URL()}
-}
-
-// testLog forwards jetgate's error logs to the test log while it runs.
-type testLog struct {
-	mu   sync.Mutex
-	t    testing.TB
-	done bool
-}
-
-func (l *testLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if !l.done {
-		l.t.Logf("jetgate: %s", p)
-	}
-	return len(p), nil
 }
 
 // nats sends body (a string is sent as is, anything else as JSON) to

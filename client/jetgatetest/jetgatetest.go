@@ -3,7 +3,6 @@ package jetgatetest
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 
 	"github.com/jetgate/jetgate/client"
 	"github.com/jetgate/jetgate/cmd/jetgate/app"
+	"github.com/jetgate/jetgate/jetstream/natstest"
 )
 
 // startTimeout bounds Start; a loaded CI machine is slow, a healthy one
@@ -78,12 +78,12 @@ func Start(t testing.TB, opts ...Option) *Server {
 		NatsAddr: "127.0.0.1:0",
 		HTTPAddr: "127.0.0.1:0",
 	}}
-	var lw *testLog
+	var lw *natstest.LogWriter
 	for _, o := range opts {
 		o(&st)
 	}
 	if st.log == nil {
-		lw = &testLog{t: t}
+		lw = natstest.NewLogWriter(t)
 		st.log = slog.New(slog.NewTextHandler(lw, &slog.HandlerOptions{Level: slog.LevelError}))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
@@ -100,7 +100,7 @@ func Start(t testing.TB, opts ...Option) *Server {
 		}
 	})
 	if lw != nil {
-		t.Cleanup(lw.stop) // registered after Shutdown, runs before it: no logging after the test
+		t.Cleanup(lw.Stop) // registered after Shutdown, runs before it: no logging after the test
 	}
 	s := &Server{HTTPURL: a.URL(), App: a, NatsURL: natsURL(a, st.cfg)}
 	s.Conn, err = nats.Connect(s.NatsURL, connectOptions(t, st.cfg)...)
@@ -136,26 +136,4 @@ func connectOptions(t testing.TB, cfg app.Config) []nats.Option {
 		opts = append(opts, nats.Token(cfg.NatsAuthToken))
 	}
 	return opts
-}
-
-// testLog forwards jetgate's error logs to the test log while the test runs.
-type testLog struct {
-	mu   sync.Mutex
-	t    testing.TB
-	done bool
-}
-
-func (l *testLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if !l.done {
-		l.t.Logf("jetgate: %s", p)
-	}
-	return len(p), nil
-}
-
-func (l *testLog) stop() {
-	l.mu.Lock()
-	l.done = true
-	l.mu.Unlock()
 }

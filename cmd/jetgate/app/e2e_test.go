@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -92,7 +91,7 @@ func startApp(t testing.TB, cfg app.Config) *app.Server {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	lw := &testLog{t: t}
+	lw := natstest.NewLogWriter(t)
 	s, err := app.Start(ctx, cfg, slog.New(slog.NewTextHandler(lw, &slog.HandlerOptions{Level: slog.LevelError})))
 	if err != nil {
 		t.Fatalf("start jetgate: %v", err)
@@ -102,29 +101,8 @@ func startApp(t testing.TB, cfg app.Config) *app.Server {
 		defer cancel()
 		_ = s.Shutdown(ctx)
 	})
-	t.Cleanup(func() {
-		// Registered last, runs first: no logging after the test ends.
-		lw.mu.Lock()
-		lw.done = true
-		lw.mu.Unlock()
-	})
+	t.Cleanup(lw.Stop) // registered last, runs first: no logging after the test ends
 	return s
-}
-
-// testLog forwards jetgate's error logs to the test log while the test runs.
-type testLog struct {
-	mu   sync.Mutex
-	t    testing.TB
-	done bool
-}
-
-func (l *testLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if !l.done {
-		l.t.Logf("jetgate: %s", p)
-	}
-	return len(p), nil
 }
 
 func fetchOne(c client, queues ...string) map[string]any {
