@@ -73,16 +73,7 @@ func sdkDrain(ctx context.Context, n, handlers int, poll time.Duration, fetch fu
 			case <-wctx.Done():
 				return fmt.Errorf("drain: %w", wctx.Err())
 			}
-			k := 1
-		slots:
-			for k < handlers {
-				select {
-				case <-free:
-					k++
-				default:
-					break slots
-				}
-			}
+			k := 1 + takeFree(free, handlers-1)
 			jobs, err := fetch(wctx, k)
 			if err != nil {
 				return err
@@ -250,4 +241,20 @@ func (e *Env) RawBatchDrain(ctx context.Context, n, batch, handlers, size int) (
 	}
 	s.Metrics[insertPerSec.Name] = ins.Metrics["jobs/s"]
 	return s, nil
+}
+
+// takeFree takes up to max more tokens that wait in free without blocking
+// (the free slots beside the one a worker loop just took) and returns how
+// many it took.
+func takeFree(free <-chan struct{}, max int) int {
+	n := 0
+	for n < max {
+		select {
+		case <-free:
+			n++
+		default:
+			return n
+		}
+	}
+	return n
 }

@@ -265,16 +265,7 @@ func (lr *loadRun) work(ctx context.Context, queue string, acked *atomic.Int64) 
 		case <-ctx.Done():
 			return
 		}
-		k := 1
-	slots:
-		for k < handlers {
-			select {
-			case <-free:
-				k++
-			default:
-				break slots
-			}
-		}
+		k := 1 + takeFree(free, handlers-1)
 		t0 := time.Now()
 		code, raw, err := lr.do(ctx, "/workers/fetch", fmt.Appendf(nil, `{"queues":[%q],"count":%d,"worker_id":%q}`, queue, k, worker))
 		if ctx.Err() != nil {
