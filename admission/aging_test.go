@@ -107,7 +107,7 @@ func takeHead(t *testing.T, b bundle, queue string, prio int) {
 	// The level's own durable consumer (a work queue stream allows one
 	// consumer per subject); made here if no fetch has made it yet.
 	cons, err := b.js.CreateOrUpdateConsumer(ctx, topology.ReadyStream, jetstream.ConsumerConfig{
-		Durable: topology.ReadyConsumer(queue, prio), FilterSubject: topology.ReadySubject(queue, prio),
+		Durable: topology.ReadyConsumer(queue, prio), FilterSubjects: topology.ReadyLevelFilters(queue, prio),
 		AckPolicy: jetstream.AckExplicitPolicy, MaxAckPending: -1, MaxDeliver: -1,
 	})
 	if err != nil {

@@ -29,7 +29,7 @@ func (s *Service) dropOldest(ctx context.Context, q *bpQueue, n int) (int, error
 	}
 	dropped := 0
 	for i := len(levels) - 1; i >= 0 && dropped < n; i-- {
-		subj := topology.ReadySubject(q.name, levels[i])
+		subj := topology.ReadyLevelFilter(q.name, levels[i])
 		var seq uint64 = 1
 		for range maxDropScan {
 			if dropped == n {

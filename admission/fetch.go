@@ -323,7 +323,7 @@ func (s *Service) consumer(ctx context.Context, queue string, prio int) (jetstre
 	c, err := s.assets.Ready.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
 		Durable:           name,
 		Description:       fmt.Sprintf("jetgate ready jobs of queue %q at priority %d", queue, prio),
-		FilterSubject:     topology.ReadySubject(queue, prio),
+		FilterSubjects:    topology.ReadyLevelFilters(queue, prio),
 		AckPolicy:         jetstream.AckExplicitPolicy,
 		AckWait:           s.cfg.ClaimAckWait,
 		MaxAckPending:     -1,

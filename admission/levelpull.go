@@ -3,8 +3,6 @@ package admission
 import (
 	"context"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -388,8 +386,7 @@ func (l *levelSnap) took(msgs []jetstream.Msg) {
 		l.taken = map[int]uint64{}
 	}
 	for _, m := range msgs {
-		subj := m.Subject()
-		if p, err := strconv.Atoi(subj[strings.LastIndexByte(subj, '.')+1:]); err == nil {
+		if _, p, ok := topology.ReadyLevelOf(m.Subject()); ok {
 			l.taken[p]++
 		}
 	}

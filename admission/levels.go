@@ -67,7 +67,7 @@ func (s *Service) afterLevelPull(ctx context.Context, cons jetstream.Consumer, q
 // empty, if the stream says the consumer has one to deliver: a message of
 // the level after seen, then after the consumer's delivered sequence.
 func (s *Service) recheckLevel(ctx context.Context, cons jetstream.Consumer, queue string, prio int, seen uint64) []jetstream.Msg {
-	subj := topology.ReadySubject(queue, prio)
+	subj := topology.ReadyLevelFilter(queue, prio)
 	if _, err := s.assets.Ready.GetMsg(ctx, seen+1, jetstream.WithGetMsgSubject(subj)); err != nil {
 		return nil
 	}
@@ -96,7 +96,7 @@ func (s *Service) nextUndelivered(ctx context.Context, cons jetstream.Consumer, 
 		return time.Time{}, false
 	}
 	msg, err := s.assets.Ready.GetMsg(ctx, info.Delivered.Stream+1,
-		jetstream.WithGetMsgSubject(topology.ReadySubject(queue, prio)))
+		jetstream.WithGetMsgSubject(topology.ReadyLevelFilter(queue, prio)))
 	if err != nil {
 		return time.Time{}, false
 	}

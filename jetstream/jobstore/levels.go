@@ -61,8 +61,10 @@ func (s *Store) ReadyLevels(ctx context.Context, queue string) ([]int, *LevelCou
 			continue
 		}
 		if p, ok := subjectLevel(subj); ok {
-			levels = append(levels, p)
-			counts.PerLevel[p] = n
+			if counts.PerLevel[p] == 0 {
+				levels = append(levels, p)
+			}
+			counts.PerLevel[p] += n
 		}
 	}
 	slices.Sort(levels)
@@ -114,10 +116,10 @@ func (s *Store) directLevels() bool {
 	return cfg.AllowDirect && cfg.Replicas <= 1
 }
 
-// subjectLevel reads the priority level, the last token of a ready subject.
+// subjectLevel reads the priority level of a ready subject.
 func subjectLevel(subj string) (int, bool) {
-	p, err := strconv.Atoi(subj[strings.LastIndexByte(subj, '.')+1:])
-	return p, err == nil
+	_, p, ok := topology.ReadyLevelOf(subj)
+	return p, ok
 }
 
 var errTooManyResults = errors.New("too many subjects for one batched direct get")
@@ -130,8 +132,9 @@ func (s *Store) lastPerSubject(ctx context.Context, stream string, filters ...st
 	if err != nil {
 		return nil, err
 	}
+	// Per-job subjects: one answer per ready job, so levels repeat.
 	slices.Sort(req.levels)
-	return req.levels, nil
+	return slices.Compact(req.levels), nil
 }
 
 // batchedGet sends a batched direct get (ADR-31) with body to stream and

@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
 	"go.uber.org/goleak"
 
 	"github.com/jetgate/jetgate/jetstream/jobstore"
@@ -55,7 +56,7 @@ func TestReadyLevels(t *testing.T) {
 	}
 	check("empty", nil)
 	pub := func(queue string, p int) uint64 {
-		ack, err := js.Publish(ctx, topology.ReadySubject(queue, p), nil)
+		ack, err := js.Publish(ctx, topology.ReadySubject(queue, p, nuid.Next()), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -156,7 +157,7 @@ func TestReadyArrivals(t *testing.T) {
 	ctx, nc, js, assets := setupStore(t)
 	st := jobstore.New(nc, js, assets)
 	pub := func(queue string, p int) uint64 {
-		ack, err := js.Publish(ctx, topology.ReadySubject(queue, p), nil)
+		ack, err := js.Publish(ctx, topology.ReadySubject(queue, p, nuid.Next()), nil)
 		if err != nil {
 			t.Fatal(err)
 		}

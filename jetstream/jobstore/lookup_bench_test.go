@@ -117,7 +117,7 @@ func newLookupFixtureReplicas(tb testing.TB, n, queues, prios int, perJob, recor
 // levelSubject is today's ready subject of job i; jobSubject the per-job
 // subject of issue 17.
 func (fx *lookupFixture) levelSubject(i int) string {
-	return topology.ReadySubject("q"+strconv.Itoa(i%fx.queues), (i/fx.queues)%fx.prios)
+	return topology.ReadyLegacySubject("q"+strconv.Itoa(i%fx.queues), (i/fx.queues)%fx.prios)
 }
 
 func (fx *lookupFixture) jobSubject(i int, id string) string {
@@ -530,7 +530,7 @@ func BenchmarkReadyLayout(b *testing.B) {
 			levelCons := make([]jetstream.Consumer, lookupPrios)
 			created := time.Now()
 			for p := range lookupPrios {
-				filter := topology.ReadySubject("q0", p)
+				filter := topology.ReadyLegacySubject("q0", p)
 				if perJob {
 					filter += ".>"
 				}
@@ -590,7 +590,7 @@ func BenchmarkReadyLayout(b *testing.B) {
 				ready := fx.readyView(b, true)
 				timed(b, func(int) error {
 					for p := range lookupPrios {
-						if _, err := ready.GetLastMsgForSubject(fx.ctx, topology.ReadySubject("q0", p)+".*"); err != nil {
+						if _, err := ready.GetLastMsgForSubject(fx.ctx, topology.ReadyLegacySubject("q0", p)+".*"); err != nil {
 							return err
 						}
 					}
@@ -601,7 +601,7 @@ func BenchmarkReadyLayout(b *testing.B) {
 				ready := fx.readyView(b, true)
 				timed(b, func(int) error {
 					for p := range lookupPrios {
-						if _, err := ready.GetMsg(fx.ctx, 1, jetstream.WithGetMsgSubject(topology.ReadySubject("q0", p)+".*")); err != nil {
+						if _, err := ready.GetMsg(fx.ctx, 1, jetstream.WithGetMsgSubject(topology.ReadyLegacySubject("q0", p)+".*")); err != nil {
 							return err
 						}
 					}
@@ -623,7 +623,7 @@ func benchPublish(b *testing.B, fx *lookupFixture) {
 	b.ResetTimer()
 	start := time.Now()
 	fx.publish(b, b.N, func(i int) (string, []byte) {
-		subj := topology.ReadySubject("qp", i%lookupPrios)
+		subj := topology.ReadyLegacySubject("qp", i%lookupPrios)
 		if fx.perJob {
 			subj += "." + ids[i]
 		}
@@ -644,7 +644,7 @@ func benchPublish(b *testing.B, fx *lookupFixture) {
 // ojs.ready.qf.000.> with per-job subjects): Fetch(batch) and one ack per
 // message. ns/op is per message.
 func benchFetchAck(b *testing.B, fx *lookupFixture, batch int) {
-	level := topology.ReadySubject("qf", 0)
+	level := topology.ReadyLegacySubject("qf", 0)
 	filter := level
 	if fx.perJob {
 		filter += ".>"

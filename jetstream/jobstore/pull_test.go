@@ -22,7 +22,7 @@ func TestPullNoWait(t *testing.T) {
 	consumer := func(queue string, p int) string {
 		name := topology.ReadyConsumer(queue, p)
 		_, err := assets.Ready.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
-			Durable: name, FilterSubject: topology.ReadySubject(queue, p), AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Minute,
+			Durable: name, FilterSubjects: topology.ReadyLevelFilters(queue, p), AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Minute,
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -43,7 +43,7 @@ func TestPullNoWait(t *testing.T) {
 	}
 	var seqs []uint64
 	for i := range 5 {
-		ack, err := js.Publish(ctx, topology.ReadySubject("q", 1), fmt.Appendf(nil, "m%d", i))
+		ack, err := js.Publish(ctx, topology.ReadySubject("q", 1, fmt.Sprint("j", i)), fmt.Appendf(nil, "m%d", i))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -65,7 +65,7 @@ func TestPullNoWait(t *testing.T) {
 	if err != nil || md.Sequence.Stream != seqs[1] || md.Consumer != a || md.Stream != topology.ReadyStream || md.NumDelivered != 1 {
 		t.Fatalf("metadata %+v, %v; want stream seq %d of %s", md, err, seqs[1], a)
 	}
-	if got[0].Subject() != topology.ReadySubject("q", 1) {
+	if got[0].Subject() != topology.ReadySubject("q", 1, "j0") {
 		t.Fatalf("subject %q", got[0].Subject())
 	}
 	if err := got[0].Ack(); err != nil {
@@ -114,7 +114,7 @@ func TestPullNoWait(t *testing.T) {
 	for p := range levels {
 		names[p] = consumer("c", p)
 		for i := range 3 {
-			if _, err := js.Publish(ctx, topology.ReadySubject("c", p), fmt.Appendf(nil, "%d/%d", p, i)); err != nil {
+			if _, err := js.Publish(ctx, topology.ReadySubject("c", p, fmt.Sprint(p, "-", i)), fmt.Appendf(nil, "%d/%d", p, i)); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -145,7 +145,7 @@ func (s *Store) Delete(ctx context.Context, id string, rev uint64) error {
 
 // ReadyMsg builds the ready message of a job in its current state.
 func ReadyMsg(j *ojs.Job) *nats.Msg {
-	m := nats.NewMsg(topology.ReadySubject(j.Queue, j.Priority))
+	m := nats.NewMsg(topology.ReadySubject(j.Queue, j.Priority, j.ID))
 	m.Header.Set(HeaderJobID, j.ID)
 	m.Header.Set(HeaderToken, j.Internal.Token)
 	m.Header.Set(jetstream.MsgIDHeader, j.ID+":"+j.Internal.Token)

@@ -168,7 +168,7 @@ func (s *Store) WaitingCount(ctx context.Context, entry string) (int, error) {
 // waiter's sequence, so two processes promoting the same waiter publish
 // it once.
 func (s *Store) Promote(ctx context.Context, w Waiter) error {
-	m := nats.NewMsg(topology.ReadySubject(w.Queue, w.Priority))
+	m := nats.NewMsg(topology.ReadySubject(w.Queue, w.Priority, w.JobID))
 	m.Header.Set(HeaderJobID, w.JobID)
 	m.Header.Set(HeaderToken, w.Token)
 	m.Header.Set(HeaderPromoted, "1")

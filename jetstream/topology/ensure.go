@@ -129,7 +129,7 @@ func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Assets, e
 	}
 	readyCfg := jetstream.StreamConfig{
 		Name:        ReadyStream,
-		Description: "jetgate ready jobs: one message per job ready to run, ojs.ready.<queue>.<priority>",
+		Description: "jetgate ready jobs: one message per job ready to run, ojs.ready.<queue>.<priority>.<job id>",
 		Subjects:    []string{ReadySubjects},
 		Retention:   jetstream.WorkQueuePolicy,
 		Storage:     cfg.Storage,

@@ -40,7 +40,7 @@ func TestReadyStreamTakesManyLevelConsumers(t *testing.T) {
 			defer func() { <-sem }()
 			queue, p := fmt.Sprintf("q%d", i/256), i%256
 			_, err := assets.Ready.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
-				Durable: topology.ReadyConsumer(queue, p), FilterSubject: topology.ReadySubject(queue, p),
+				Durable: topology.ReadyConsumer(queue, p), FilterSubjects: topology.ReadyLevelFilters(queue, p),
 				AckPolicy: jetstream.AckExplicitPolicy, MemoryStorage: true,
 			})
 			errs <- err

@@ -2,6 +2,7 @@ package topology
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -55,11 +56,21 @@ const (
 	ReadyStream = "OJS_READY"
 	// ReadySubjects is the ready stream's subject space.
 	ReadySubjects = "ojs.ready.>"
-	// ReadySubjectPattern is ojs.ready.<queue>.<priority>; priority is zero
-	// padded to PriorityDigits so subjects sort in priority order.
-	ReadySubjectPattern = "ojs.ready.%s.%0*d"
-	// ReadyQueueFilterPattern matches every priority level of one queue.
-	ReadyQueueFilterPattern = "ojs.ready.%s.*"
+	// ReadySubjectPattern is ojs.ready.<queue>.<priority>.<job id>;
+	// priority is zero padded to PriorityDigits so subjects sort in
+	// priority order, and the id ends the subject so that a job without a
+	// record is found by the last message on ojs.ready.*.*.<id>
+	// (jobstore/doc.go).
+	ReadySubjectPattern = "ojs.ready.%s.%0*d.%s"
+	// ReadyLegacyPattern is the subject of a level before per-job
+	// subjects, ojs.ready.<queue>.<priority>: level consumers still take
+	// such messages until an upgraded stream holds none.
+	ReadyLegacyPattern = "ojs.ready.%s.%0*d"
+	// ReadyQueueFilterPattern matches every message of one queue, every
+	// level, both layouts.
+	ReadyQueueFilterPattern = "ojs.ready.%s.>"
+	// ReadyIDFilterPattern matches the ready messages of one job id.
+	ReadyIDFilterPattern = "ojs.ready.*.*.%s"
 	// ReadyConsumerPattern names the durable pull consumer of one level.
 	ReadyConsumerPattern = "ready_%s_%0*d"
 
@@ -188,9 +199,52 @@ const (
 // PriorityDigits is the zero padding of the priority token.
 const PriorityDigits = 3
 
-// ReadySubject returns the ready subject of a queue and priority.
-func ReadySubject(queue string, priority int) string {
-	return fmt.Sprintf(ReadySubjectPattern, Token(queue), PriorityDigits, priority)
+// ReadySubject returns the ready subject of a job at a queue and priority.
+func ReadySubject(queue string, priority int, id string) string {
+	return fmt.Sprintf(ReadySubjectPattern, Token(queue), PriorityDigits, priority, Token(id))
+}
+
+// ReadyLegacySubject returns the subject of a queue level in the layout
+// before per-job subjects.
+func ReadyLegacySubject(queue string, priority int) string {
+	return fmt.Sprintf(ReadyLegacyPattern, Token(queue), PriorityDigits, priority)
+}
+
+// ReadyLevelFilter matches the per-job ready subjects of a queue level.
+func ReadyLevelFilter(queue string, priority int) string {
+	return ReadyLegacySubject(queue, priority) + ".>"
+}
+
+// ReadyLevelFilters are a level consumer's filters: the level's per-job
+// subjects and its subject of the earlier layout.
+func ReadyLevelFilters(queue string, priority int) []string {
+	l := ReadyLegacySubject(queue, priority)
+	return []string{l + ".>", l}
+}
+
+// ReadyIDFilter matches the ready messages of one job, whatever its queue
+// and priority.
+func ReadyIDFilter(id string) string {
+	return fmt.Sprintf(ReadyIDFilterPattern, Token(id))
+}
+
+// ReadyLevelOf reads the queue token and priority of a ready subject of
+// either layout.
+func ReadyLevelOf(subject string) (queueToken string, priority int, ok bool) {
+	rest, found := strings.CutPrefix(subject, "ojs.ready.")
+	if !found {
+		return "", 0, false
+	}
+	q, rest, found := strings.Cut(rest, ".")
+	if !found {
+		return "", 0, false
+	}
+	ps, _, _ := strings.Cut(rest, ".")
+	p, err := strconv.Atoi(ps)
+	if err != nil {
+		return "", 0, false
+	}
+	return q, p, true
 }
 
 // ReadyQueueFilter returns the filter that matches all levels of a queue.

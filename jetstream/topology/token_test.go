@@ -36,12 +36,17 @@ func TestTokenEscapesAndRoundTrips(t *testing.T) {
 
 func TestReadySubjectHasFixedTokens(t *testing.T) {
 	t.Parallel()
-	s := ReadySubject("eu.mail", 7)
-	if s != "ojs.ready.eu=2Email.007" {
+	s := ReadySubject("eu.mail", 7, "a.b*>")
+	if s != "ojs.ready.eu=2Email.007.a=2Eb=2A=3E" {
 		t.Fatalf("ReadySubject = %q", s)
 	}
-	if n := strings.Count(s, "."); n != 3 {
-		t.Fatalf("ReadySubject %q has %d dots, want 3", s, n)
+	if n := strings.Count(s, "."); n != 4 {
+		t.Fatalf("ReadySubject %q has %d dots, want 4", s, n)
+	}
+	for _, subj := range []string{s, ReadyLegacySubject("eu.mail", 7)} {
+		if q, p, ok := ReadyLevelOf(subj); !ok || q != "eu=2Email" || p != 7 {
+			t.Fatalf("ReadyLevelOf(%q) = %q, %d, %v", subj, q, p, ok)
+		}
 	}
 }
 
