@@ -16,6 +16,7 @@ func (s *Service) Enqueue(ctx context.Context, job *ojs.Job) (_ *ojs.Job, err er
 		return nil, err
 	}
 	j := s.initial(job)
+	clientID := job.ID != ""
 	if len(s.cfg.Hooks) > 0 {
 		existing, admitted, aerr := s.admit(ctx, []*ojs.Job{j})
 		if aerr != nil {
@@ -27,9 +28,22 @@ func (s *Service) Enqueue(ctx context.Context, job *ojs.Job) (_ *ojs.Job, err er
 		}
 		defer func() { admitted(err) }()
 	}
+	if s.seeds(j) {
+		// The ready message is the job's only write (jobstore/seed.go).
+		if err := s.armExpiry(ctx, j); err != nil {
+			return nil, err
+		}
+		if err := s.store.PublishSeed(ctx, j, clientID); err != nil {
+			return nil, err
+		}
+		j.Seed = true
+		s.records.put(j, j.Rev)
+		s.enqueued(ctx, j)
+		return j, nil
+	}
 	done := s.beginCreate(j.ID)
 	defer done()
-	undo, err := s.reserveDepth(ctx, []*ojs.Job{j}, func() error { return s.publishInitial(ctx, j) })
+	undo, err := s.reserveDepth(ctx, []*ojs.Job{j}, func() error { return s.publishInitial(ctx, j, clientID) })
 	if err != nil {
 		return nil, err
 	}
@@ -38,9 +52,28 @@ func (s *Service) Enqueue(ctx context.Context, job *ojs.Job) (_ *ojs.Job, err er
 	if err != nil {
 		return nil, err
 	}
+	if clientID && j.State != ojs.StateAvailable {
+		if err := s.store.CheckNoSeed(ctx, []*ojs.Job{j}); err != nil {
+			return nil, err
+		}
+	}
 	s.records.put(j, rev)
 	s.enqueued(ctx, j)
 	return j, nil
+}
+
+// seeds reports whether a new job is stored as its ready message alone,
+// its record written when it leaves available (jobstore/seed.go): an
+// available job of a queue without a depth bound. A bounded queue's job
+// keeps its record from the start: the depth unit it holds is reserved
+// while its ready message is published, and the message could not carry
+// the unit's sequence.
+func (s *Service) seeds(j *ojs.Job) bool {
+	if j.State != ojs.StateAvailable {
+		return false
+	}
+	cfg, _ := s.backpressureOf(j.Queue)
+	return !cfg.Bounded()
 }
 
 // beginCreate marks a job's record as being created by this process, so a
@@ -100,12 +133,17 @@ func (s *Service) initial(job *ojs.Job) *ojs.Job {
 
 // publishInitial publishes what a new job's first state relies on: its
 // ready message or due timer, and its expire timer if it has deadlines.
-func (s *Service) publishInitial(ctx context.Context, j *ojs.Job) error {
+// The ready message of a job whose id a client named expects no other
+// ready message of the id (jobstore.PublishReadyNamed).
+func (s *Service) publishInitial(ctx context.Context, j *ojs.Job, named bool) error {
 	if err := s.armExpiry(ctx, j); err != nil {
 		return err
 	}
 	switch j.State {
 	case ojs.StateAvailable:
+		if named {
+			return s.store.PublishReadyNamed(ctx, j)
+		}
 		return s.store.PublishReady(ctx, j)
 	case ojs.StateScheduled:
 		return s.store.SetTimer(ctx, topology.TimerDue, j.ID, j.Internal.Token, j.ScheduledAt.Time)
@@ -129,15 +167,22 @@ func (s *Service) enqueued(ctx context.Context, j *ojs.Job) {
 
 // EnqueueBatch enqueues all jobs or none: their ready messages and timers
 // are published first, then every record is created in one atomic batch.
-// A failed batch leaves only messages whose tokens match no record.
+// A failed batch leaves only messages whose tokens match no record. Jobs
+// of a batch keep a record from the start (their ready messages carry no
+// job), so an id a client named must not be held by a job stored as its
+// ready message alone (CheckNoSeed).
 func (s *Service) EnqueueBatch(ctx context.Context, jobs []*ojs.Job) (_ []*ojs.Job, err error) {
 	seen := make(map[string]int, len(jobs))
+	clientIDs := map[string]bool{}
 	out := make([]*ojs.Job, len(jobs))
 	for i, job := range jobs {
 		if err := s.queues.admit(ctx, job.Queue); err != nil {
 			return nil, err
 		}
 		j := s.initial(job)
+		if job.ID != "" {
+			clientIDs[j.ID] = true
+		}
 		if k, dup := seen[j.ID]; dup {
 			return nil, &ojs.ValidationError{Field: fmt.Sprintf("jobs[%d].id", i),
 				Message: fmt.Sprintf("jobs[%d].id repeats the id of jobs[%d]", i, k)}
@@ -172,12 +217,23 @@ func (s *Service) EnqueueBatch(ctx context.Context, jobs []*ojs.Job) (_ []*ojs.J
 		done := s.beginCreate(j.ID)
 		defer done()
 	}
-	undo, err := s.reserveDepth(ctx, create, func() error { return s.publishInitialBatch(ctx, create) })
+	undo, err := s.reserveDepth(ctx, create, func() error { return s.publishInitialBatch(ctx, create, clientIDs) })
 	if err != nil {
 		return nil, err
 	}
 	defer func() { undoDepth(undo, err) }()
 	if err := s.store.CreateBatch(ctx, create); err != nil {
+		return nil, err
+	}
+	var named []*ojs.Job
+	for _, j := range create {
+		if clientIDs[j.ID] && j.State != ojs.StateAvailable {
+			named = append(named, j)
+		}
+	}
+	if err := s.store.CheckNoSeed(ctx, named); err != nil {
+		// All or nothing: the batch's other records go too.
+		s.store.RemoveRecords(create)
 		return nil, err
 	}
 	for _, j := range create {
@@ -186,7 +242,7 @@ func (s *Service) EnqueueBatch(ctx context.Context, jobs []*ojs.Job) (_ []*ojs.J
 	return out, nil
 }
 
-func (s *Service) publishInitialBatch(ctx context.Context, jobs []*ojs.Job) error {
+func (s *Service) publishInitialBatch(ctx context.Context, jobs []*ojs.Job, named map[string]bool) error {
 	var ready []*ojs.Job
 	for _, j := range jobs {
 		if j.State == ojs.StateAvailable {
@@ -196,9 +252,9 @@ func (s *Service) publishInitialBatch(ctx context.Context, jobs []*ojs.Job) erro
 			ready = append(ready, j)
 			continue
 		}
-		if err := s.publishInitial(ctx, j); err != nil {
+		if err := s.publishInitial(ctx, j, false); err != nil {
 			return err
 		}
 	}
-	return s.store.PublishReadyBatch(ctx, ready)
+	return s.store.PublishReadyBatch(ctx, ready, named)
 }

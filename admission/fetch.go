@@ -407,7 +407,9 @@ func (s *Service) claim(ctx context.Context, msg jetstream.Msg, turn *claimTurn,
 			return nil
 		}, nil
 	}
-	nj, old, err := s.transition(ctx, ref.JobID, apply)
+	// A message that carries its job (an available job without a record
+	// yet) is claimed from its body: the write creates the record.
+	nj, old, err := s.transitionFrom(ctx, ref.JobID, jobstore.Seed(msg), apply)
 	if isNotFound(err) {
 		// The record may be being created by this process (its ready
 		// message goes out first), or may have landed while the read was

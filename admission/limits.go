@@ -299,6 +299,13 @@ func (s *Service) onLimited(ctx context.Context, msg jetstream.Msg, j *ojs.Job, 
 		if parkedAt.IsZero() {
 			parkedAt = s.now()
 		}
+		if err := s.materialize(ctx, j); err != nil {
+			if errors.Is(err, errStale) {
+				_ = msg.Ack()
+				return nil
+			}
+			return err
+		}
 		if err := s.store.Park(ctx, r.entry.Name(), j, parkedAt); err != nil {
 			return err
 		}
@@ -307,6 +314,34 @@ func (s *Service) onLimited(ctx context.Context, msg jetstream.Msg, j *ojs.Job, 
 	}
 	return nil
 }
+
+// materialize writes the record of a job read from its seed (a job
+// stored as its ready message alone, jobstore/seed.go), unchanged, before
+// the job outlives that message: a parked waiter's ready message is
+// acknowledged, and its promotion publishes one that does not carry the
+// job. errStale when the job moved on meanwhile.
+func (s *Service) materialize(ctx context.Context, j *ojs.Job) error {
+	if !j.Seed {
+		return nil
+	}
+	token := j.Internal.Token
+	_, _, err := s.transition(ctx, j.ID, func(cur *ojs.Job) (*ojs.Job, func(context.Context, *ojs.Job) error, error) {
+		switch {
+		case cur.State != ojs.StateAvailable || cur.Internal.Token != token:
+			return nil, nil, errStale
+		case !cur.Seed:
+			return nil, nil, errWritten
+		}
+		return cur.Clone(), nil, nil
+	})
+	if errors.Is(err, errWritten) {
+		return nil
+	}
+	return err
+}
+
+// errWritten ends a materialize that finds the record written already.
+var errWritten = errors.New("record already written")
 
 // rescheduleLimited moves an available job refused by a limit to
 // scheduled at at (on_limit reschedule).

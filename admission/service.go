@@ -280,9 +280,22 @@ const maxCASRetries = 16
 // messages it relies on, publishes those, and compare-and-swaps the record.
 // A lost race re-reads and applies again.
 func (s *Service) transition(ctx context.Context, id string, apply applyFunc) (nj, old *ojs.Job, err error) {
+	return s.transitionFrom(ctx, id, nil, apply)
+}
+
+// transitionFrom is transition for a caller that holds the job's seed (a
+// ready message carrying the job, jobstore/seed.go): the first round
+// applies to it, unless the cache knows a record, without reading; the
+// write then creates the record, and a record written meanwhile makes it
+// a lost race like any other.
+func (s *Service) transitionFrom(ctx context.Context, id string, seed *ojs.Job, apply applyFunc) (nj, old *ojs.Job, err error) {
 	fresh := false
 	for range maxCASRetries {
-		old, rev, cached, err := s.read(ctx, id, !fresh)
+		var useSeed *ojs.Job
+		if !fresh {
+			useSeed = seed
+		}
+		old, rev, cached, err := s.read(ctx, id, !fresh, useSeed)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -300,6 +313,7 @@ func (s *Service) transition(ctx context.Context, id string, apply applyFunc) (n
 				return nil, old, err
 			}
 		}
+		nj.Seed = false
 		nrev, err := s.write(ctx, nj, rev)
 		if err != nil {
 			if errors.Is(err, jobstore.ErrConflict) {
@@ -350,14 +364,20 @@ func (s *Service) write(ctx context.Context, nj *ojs.Job, rev uint64) (uint64, e
 	return s.store.Update(ctx, nj, rev)
 }
 
-// read returns the job's record, from the cache when allowed and present.
-func (s *Service) read(ctx context.Context, id string, useCache bool) (j *ojs.Job, rev uint64, cached bool, err error) {
+// read returns the job's record, from the cache when allowed and present,
+// else from seed when given, else from the store.
+func (s *Service) read(ctx context.Context, id string, useCache bool, seed *ojs.Job) (j *ojs.Job, rev uint64, cached bool, err error) {
 	if useCache {
 		if j, rev, ok := s.records.get(id); ok {
 			c := *j
 			c.Rev = rev
 			return &c, rev, true, nil
 		}
+	}
+	if seed != nil {
+		// Not "cached": a refusal on a seed is final, as on a record read
+		// (a later record would make the write lose its race instead).
+		return seed.Clone(), seed.Rev, false, nil
 	}
 	j, rev, err = s.store.Get(ctx, id)
 	if err == nil {

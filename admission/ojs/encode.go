@@ -253,6 +253,9 @@ func (in *Internal) appendJSON(b []byte) []byte {
 	if in.OverSeq != 0 {
 		b = strconv.AppendUint(append(sep(b), `"over_seq":`...), in.OverSeq, 10)
 	}
+	if in.Origin != "" {
+		b = appendString(append(sep(b), `"origin":`...), in.Origin)
+	}
 	return append(b, '}')
 }
 

@@ -56,7 +56,7 @@ func fullJob() *Job {
 		RateLimit: &RateLimitPolicy{Key: "tenant:acme", Concurrency: &two,
 			Rate: &RateWindow{Limit: 10, Period: Duration(time.Minute)}, OnLimit: "wait"},
 		Internal: Internal{Token: "tok", LeaseUntil: at, BeatMs: 60000, HeldAck: "$JS.ACK.x", HeldToken: "held",
-			Limits: []string{"c.tenant:acme", "r.x"}, DepthSeq: 7, OverSeq: 9},
+			Limits: []string{"c.tenant:acme", "r.x"}, DepthSeq: 7, OverSeq: 9, Origin: "org"},
 	}
 }
 
@@ -72,6 +72,7 @@ func TestAppendJSONMatchesReflection(t *testing.T) {
 		"only limits":    func(j *Job) { j.Internal = Internal{Limits: []string{"k"}} },
 		"only depth":     func(j *Job) { j.Internal = Internal{DepthSeq: 42} },
 		"only overdraft": func(j *Job) { j.Internal = Internal{OverSeq: 43} },
+		"only origin":    func(j *Job) { j.Internal = Internal{Origin: "o"} },
 		"no rate limit":  func(j *Job) { j.RateLimit = nil },
 		"empty slices":   func(j *Job) { j.Tags, j.Errors, j.Retry.NonRetryableErrors = []string{}, []JobError{}, []string{} },
 		"nil retryable":  func(j *Job) { j.Retry.NonRetryableErrors = nil },

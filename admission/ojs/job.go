@@ -117,6 +117,12 @@ type Job struct {
 	// read from the store). A transition's new record carries the
 	// revision it replaces. Not stored.
 	Rev uint64 `json:"-"`
+	// Seed marks a copy read from the job's ready message because the job
+	// has no record yet (an available job keeps none until it leaves
+	// available, jetstream/jobstore/doc.go): the next write creates the
+	// record, expecting Rev (0, or the deletion marker the enqueue met).
+	// Not stored.
+	Seed bool `json:"-"`
 }
 
 // Internal is the server's bookkeeping on a job record.
@@ -148,12 +154,17 @@ type Internal struct {
 	// back from active to retry while its queue was full counts over the
 	// bound, in the overdraft stream, until it is claimed or finishes.
 	OverSeq uint64 `json:"over_seq,omitempty"`
+	// Origin is the token of a job stored at enqueue as its ready message
+	// alone (jetstream/jobstore/seed.go), kept by every record written
+	// after: an enqueue that meets a record of its id tells its own job,
+	// claimed meanwhile, from another one.
+	Origin string `json:"origin,omitempty"`
 }
 
 // IsZero reports whether i holds nothing (for omitzero).
 func (i Internal) IsZero() bool {
 	return i.Token == "" && i.LeaseUntil == nil && i.BeatMs == 0 && i.HeldAck == "" && i.HeldToken == "" && len(i.Limits) == 0 &&
-		i.DepthSeq == 0 && i.OverSeq == 0
+		i.DepthSeq == 0 && i.OverSeq == 0 && i.Origin == ""
 }
 
 // JobError is the error object of a failed attempt (ojs-core.md section 8,

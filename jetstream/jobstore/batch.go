@@ -104,23 +104,32 @@ func (s *Store) batchFailed(ctx context.Context, jobs []*ojs.Job, err error) err
 }
 
 // PublishReadyBatch publishes the ready messages of jobs, pipelined, and
-// waits until JetStream has stored all of them.
-func (s *Store) PublishReadyBatch(ctx context.Context, jobs []*ojs.Job) error {
+// waits until JetStream has stored all of them. The message of a job
+// whose id is in named (ids a client chose) expects no other ready
+// message of the id: one there is a DuplicateError.
+func (s *Store) PublishReadyBatch(ctx context.Context, jobs []*ojs.Job, named map[string]bool) error {
 	if len(jobs) == 0 {
 		return nil
 	}
 	futures := make([]jetstream.PubAckFuture, 0, len(jobs))
 	for _, j := range jobs {
-		f, err := s.js.PublishMsgAsync(ReadyMsg(j))
+		m := ReadyMsg(j)
+		if named[j.ID] {
+			expectNoOther(m, j.ID)
+		}
+		f, err := s.js.PublishMsgAsync(m)
 		if err != nil {
 			return fmt.Errorf("publish ready %s: %w", j.ID, Unavailable(err))
 		}
 		futures = append(futures, f)
 	}
-	for _, f := range futures {
+	for i, f := range futures {
 		select {
 		case <-f.Ok():
 		case err := <-f.Err():
+			if wrongLastSeq(err) {
+				return &ojs.DuplicateError{ExistingID: jobs[i].ID}
+			}
 			return fmt.Errorf("publish ready: %w", Unavailable(err))
 		case <-ctx.Done():
 			return fmt.Errorf("publish ready: %w", Unavailable(ctx.Err()))

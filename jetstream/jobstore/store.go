@@ -2,7 +2,6 @@ package jobstore
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -45,6 +44,9 @@ type Store struct {
 	// manyLevels holds the queues whose levels are looked up by stream
 	// info rather than a batched direct get (levels.go).
 	manyLevels sync.Map
+	// jobs is the stream behind bucket OJS_JOBS (seed.go).
+	jobsMu sync.Mutex
+	jobs   jetstream.Stream
 }
 
 // New returns a Store over assets created by topology.Ensure.
@@ -55,23 +57,36 @@ func New(nc *nats.Conn, js jetstream.JetStream, assets *topology.Assets) *Store 
 // NewToken returns a fresh transition token.
 func NewToken() string { return nuid.Next() }
 
-// Get reads a job record and its revision.
+// Get reads a job: its record at its revision, or, for an available job
+// that has none yet, the seed its ready message carries (seed.go; Seed
+// set, revision its base). The record is read first, then the ready
+// stream, then the record again: a claim creates the record before it
+// acknowledges the ready message, so a job claimed between the first two
+// reads is found by the third.
 func (s *Store) Get(ctx context.Context, id string) (*ojs.Job, uint64, error) {
 	if !validKey(id) {
 		return nil, 0, &ojs.NotFoundError{Resource: "job", ID: id}
 	}
-	e, err := s.assets.Jobs.Get(ctx, id)
-	if err != nil {
-		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			return nil, 0, &ojs.NotFoundError{Resource: "job", ID: id}
+	for try := range 2 {
+		r, err := s.readRecord(ctx, id)
+		if err != nil {
+			return nil, 0, err
 		}
-		return nil, 0, fmt.Errorf("get job %s: %w", id, Unavailable(err))
+		if r.job != nil {
+			return r.job, r.rev, nil
+		}
+		if try == 1 {
+			break
+		}
+		seed, err := s.readySeed(ctx, id, r.marker)
+		if err != nil {
+			return nil, 0, err
+		}
+		if seed != nil {
+			return seed, seed.Rev, nil
+		}
 	}
-	var j ojs.Job
-	if err := json.Unmarshal(e.Value(), &j); err != nil {
-		return nil, 0, fmt.Errorf("decode job %s: %w", id, err)
-	}
-	return &j, e.Revision(), nil
+	return nil, 0, &ojs.NotFoundError{Resource: "job", ID: id}
 }
 
 // Create writes a new job record; an existing id is a DuplicateError.

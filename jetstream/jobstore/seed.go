@@ -1,0 +1,269 @@
+package jobstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetgate/jetgate/admission/ojs"
+	"github.com/jetgate/jetgate/jetstream/topology"
+)
+
+// Seeds: an available job without a record (doc.go).
+//
+// A job enqueued as available is stored once, as its ready message on
+// ojs.ready.<queue>.<priority>.<id>, whose body is the whole job (Internal
+// included). Its record in OJS_JOBS is written first by the transition
+// that takes it out of available (claim, cancel, PATCH, expiry, drop...):
+// that transition reads the job from the ready message (a seed, Job.Seed)
+// and writes the record expecting the subject's last sequence to be the
+// seed's base revision, 0 when the id never had a record: create if
+// absent, the one fence between racing claimers. Whoever writes first
+// wins; every other ready message of the job is stale by its token.
+//
+// A record deleted by an operator leaves a deletion marker, which is not
+// absence: a seed is only taken when the record's subject holds nothing,
+// or the marker the enqueue met and named in the message (HeaderBaseRev),
+// so a ready message older than the deletion never brings the job back.
+
+// SeedMsg builds the ready message of a job enqueued without a record:
+// the body is the job. j.Rev is the deletion marker the id's record
+// subject holds (0: none). With unique set the id must not be taken: the
+// publish expects no other ready message of the id (checked on
+// ojs.ready.*.*.<id>).
+func SeedMsg(j *ojs.Job, unique bool) (*nats.Msg, error) {
+	b, err := j.AppendJSON(make([]byte, 0, 768))
+	if err != nil {
+		return nil, fmt.Errorf("encode job %s: %w", j.ID, err)
+	}
+	m := ReadyMsg(j)
+	m.Data = b
+	m.Header.Set(jetstream.MsgIDHeader, j.ID+":"+j.Internal.Token+":"+strconv.FormatUint(j.Rev, 10))
+	if unique {
+		expectNoOther(m, j.ID)
+	}
+	return m, nil
+}
+
+// expectNoOther makes a ready message of job id expect no other ready
+// message of the id: the stream refuses it (wrong last sequence) while
+// one is stored on ojs.ready.*.*.<id>.
+func expectNoOther(m *nats.Msg, id string) {
+	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, "0")
+	m.Header.Set(jetstream.ExpectedLastSubjSeqSubjHeader, topology.ReadyIDFilter(id))
+}
+
+// PublishReadyNamed publishes the ready message of a new job that has a
+// record and whose id a client chose: a job of that id stored as its
+// ready message alone makes it a DuplicateError.
+func (s *Store) PublishReadyNamed(ctx context.Context, j *ojs.Job) error {
+	m := ReadyMsg(j)
+	expectNoOther(m, j.ID)
+	if _, err := s.js.PublishMsg(ctx, m); err != nil {
+		if wrongLastSeq(err) {
+			return &ojs.DuplicateError{ExistingID: j.ID}
+		}
+		return fmt.Errorf("publish ready %s: %w", j.ID, Unavailable(err))
+	}
+	return nil
+}
+
+// CheckNoSeed is called after creating the records of new jobs that start
+// without a ready message (scheduled, pending) under ids a client chose:
+// an available job of such an id stored as its ready message alone makes
+// the id taken, and the new records are removed again (RemoveRecords is
+// the caller's for a batch). A seed enqueued after this check reads the
+// record after its own publish and is refused itself.
+func (s *Store) CheckNoSeed(ctx context.Context, jobs []*ojs.Job) error {
+	for _, j := range jobs {
+		m, err := s.assets.Ready.GetLastMsgForSubject(ctx, topology.ReadyIDFilter(j.ID))
+		switch {
+		case errors.Is(err, jetstream.ErrMsgNotFound):
+			continue
+		case err != nil:
+			s.RemoveRecords(jobs)
+			return fmt.Errorf("find ready job %s: %w", j.ID, Unavailable(err))
+		}
+		if seedOf(m.Header, m.Data) != nil {
+			s.RemoveRecords(jobs)
+			return &ojs.DuplicateError{ExistingID: j.ID}
+		}
+	}
+	return nil
+}
+
+// RemoveRecords removes the records of jobs just created and refused
+// (their token still on them) without leaving deletion markers, so the
+// ids stay free for a retry. Failures are left: such a record holds an
+// available job whose ready message never came, as after a crash.
+func (s *Store) RemoveRecords(jobs []*ojs.Job) {
+	ctx, cancel := context.WithTimeout(context.Background(), defaultWait)
+	defer cancel()
+	st, err := s.jobsStream(ctx)
+	if err != nil {
+		return
+	}
+	for _, j := range jobs {
+		r, err := s.readRecord(ctx, j.ID)
+		if err == nil && r.job != nil && r.job.Internal.Token == j.Internal.Token {
+			_ = st.DeleteMsg(ctx, r.rev)
+		}
+	}
+}
+
+// PublishSeed stores a new available job as its ready message alone
+// (j.Internal.Origin set to its token, so the records written after it
+// are known as its own). A
+// server-made id (fresh UUIDv7) is taken to be unique. A client's id is
+// checked on both places a job of that id can be: no other ready message
+// of the id (in the publish), then no record (read after the publish
+// landed: a claim writes the record before it acknowledges the message,
+// so a job claimed in between is seen by the read); a taken id is a
+// DuplicateError and the message is removed again.
+func (s *Store) PublishSeed(ctx context.Context, j *ojs.Job, clientID bool) error {
+	j.Internal.Origin = j.Internal.Token
+	for range 3 {
+		m, err := SeedMsg(j, clientID)
+		if err != nil {
+			return err
+		}
+		ack, err := s.js.PublishMsg(ctx, m)
+		if err != nil {
+			if wrongLastSeq(err) {
+				return &ojs.DuplicateError{ExistingID: j.ID}
+			}
+			return fmt.Errorf("publish ready %s: %w", j.ID, Unavailable(err))
+		}
+		if !clientID {
+			return nil
+		}
+		r, err := s.readRecord(ctx, j.ID)
+		if err != nil {
+			s.removeReady(ack.Sequence)
+			return err
+		}
+		switch {
+		case r.job != nil && r.job.Internal.Origin == j.Internal.Origin:
+			return nil // this job, claimed meanwhile
+		case r.job != nil:
+			s.removeReady(ack.Sequence)
+			return &ojs.DuplicateError{ExistingID: j.ID}
+		case r.marker == j.Rev:
+			return nil
+		}
+		// The id's record was deleted: the seed must name the marker, or
+		// its claim could never create the record.
+		s.removeReady(ack.Sequence)
+		j.Rev = r.marker
+	}
+	return fmt.Errorf("enqueue %s: %w: its record kept changing", j.ID, ErrConflict)
+}
+
+// removeReady deletes a ready message by sequence; a failure leaves a
+// message that matches no job (its claim finds a record or a marker).
+func (s *Store) removeReady(seq uint64) {
+	ctx, cancel := context.WithTimeout(context.Background(), defaultWait)
+	defer cancel()
+	_ = s.assets.Ready.DeleteMsg(ctx, seq)
+}
+
+// defaultWait bounds a clean-up made outside a caller's context.
+const defaultWait = 5 * time.Second
+
+// Seed reads the job a ready message carries, marked Seed at the base
+// revision the message names; nil when it carries none (a message of a
+// job that has a record).
+func Seed(m jetstream.Msg) *ojs.Job {
+	return seedOf(m.Headers(), m.Data())
+}
+
+func seedOf(h nats.Header, data []byte) *ojs.Job {
+	ref, ok := Ref(h)
+	if !ok || len(data) == 0 {
+		return nil
+	}
+	var j ojs.Job
+	if err := json.Unmarshal(data, &j); err != nil || j.ID != ref.JobID || j.Internal.Token != ref.Token {
+		return nil
+	}
+	if j.State == "" {
+		j.State = ojs.StateAvailable
+	}
+	j.Rev, j.Seed = ref.BaseRev, true
+	return &j
+}
+
+// recordRead is what the record subject of a job holds: a record (job at
+// rev), a deletion marker (marker, its sequence), or nothing.
+type recordRead struct {
+	job    *ojs.Job
+	rev    uint64
+	marker uint64
+}
+
+// readRecord reads the last message on a job's record subject, telling a
+// deletion marker from a subject that never held anything.
+func (s *Store) readRecord(ctx context.Context, id string) (recordRead, error) {
+	st, err := s.jobsStream(ctx)
+	if err != nil {
+		return recordRead{}, err
+	}
+	m, err := st.GetLastMsgForSubject(ctx, "$KV."+topology.JobsBucket+"."+id)
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return recordRead{}, nil
+	case err != nil:
+		return recordRead{}, fmt.Errorf("get job %s: %w", id, Unavailable(err))
+	}
+	// A delete or purge, or the marker the server leaves when a record's
+	// retention TTL ends.
+	if op := m.Header.Get("KV-Operation"); op == "DEL" || op == "PURGE" || m.Header.Get("Nats-Marker-Reason") != "" {
+		return recordRead{marker: m.Sequence}, nil
+	}
+	var j ojs.Job
+	if err := json.Unmarshal(m.Data, &j); err != nil {
+		return recordRead{}, fmt.Errorf("decode job %s: %w", id, err)
+	}
+	j.Rev = m.Sequence
+	return recordRead{job: &j, rev: m.Sequence}, nil
+}
+
+// jobsStream is the stream behind bucket OJS_JOBS, bound on first use (its
+// direct-get setting is the bucket's, set by topology.Ensure).
+func (s *Store) jobsStream(ctx context.Context) (jetstream.Stream, error) {
+	s.jobsMu.Lock()
+	defer s.jobsMu.Unlock()
+	if s.jobs != nil {
+		return s.jobs, nil
+	}
+	st, err := s.js.Stream(ctx, "KV_"+topology.JobsBucket)
+	if err != nil {
+		return nil, fmt.Errorf("bind jobs stream: %w", Unavailable(err))
+	}
+	s.jobs = st
+	return st, nil
+}
+
+// readySeed looks up the last ready message of id (ojs.ready.*.*.<id>)
+// and returns the job it carries, if it is a seed for a record subject
+// holding marker (0: nothing).
+func (s *Store) readySeed(ctx context.Context, id string, marker uint64) (*ojs.Job, error) {
+	m, err := s.assets.Ready.GetLastMsgForSubject(ctx, topology.ReadyIDFilter(id))
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("find ready job %s: %w", id, Unavailable(err))
+	}
+	j := seedOf(m.Header, m.Data)
+	if j == nil || j.Rev != marker {
+		return nil, nil
+	}
+	return j, nil
+}
