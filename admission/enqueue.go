@@ -41,6 +41,11 @@ func (s *Service) Enqueue(ctx context.Context, job *ojs.Job) (_ *ojs.Job, err er
 		s.enqueued(ctx, j)
 		return j, nil
 	}
+	if clientID && j.State != ojs.StateAvailable {
+		if err := s.store.SeedTaken(ctx, []*ojs.Job{j}); err != nil {
+			return nil, err
+		}
+	}
 	done := s.beginCreate(j.ID)
 	defer done()
 	undo, err := s.reserveDepth(ctx, []*ojs.Job{j}, func() error { return s.publishInitial(ctx, j, clientID) })
@@ -213,6 +218,15 @@ func (s *Service) EnqueueBatch(ctx context.Context, jobs []*ojs.Job) (_ []*ojs.J
 			}
 		}
 	}
+	var named []*ojs.Job
+	for _, j := range create {
+		if clientIDs[j.ID] && j.State != ojs.StateAvailable {
+			named = append(named, j)
+		}
+	}
+	if err := s.store.SeedTaken(ctx, named); err != nil {
+		return nil, err
+	}
 	for _, j := range create {
 		done := s.beginCreate(j.ID)
 		defer done()
@@ -224,12 +238,6 @@ func (s *Service) EnqueueBatch(ctx context.Context, jobs []*ojs.Job) (_ []*ojs.J
 	defer func() { undoDepth(undo, err) }()
 	if err := s.store.CreateBatch(ctx, create); err != nil {
 		return nil, err
-	}
-	var named []*ojs.Job
-	for _, j := range create {
-		if clientIDs[j.ID] && j.State != ojs.StateAvailable {
-			named = append(named, j)
-		}
 	}
 	if err := s.store.CheckNoSeed(ctx, named); err != nil {
 		// All or nothing: the batch's other records go too.

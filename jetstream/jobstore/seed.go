@@ -82,16 +82,14 @@ func (s *Store) PublishReadyNamed(ctx context.Context, j *ojs.Job) error {
 // record after its own publish and is refused itself.
 func (s *Store) CheckNoSeed(ctx context.Context, jobs []*ojs.Job) error {
 	for _, j := range jobs {
-		m, err := s.assets.Ready.GetLastMsgForSubject(ctx, topology.ReadyIDFilter(j.ID))
-		switch {
-		case errors.Is(err, jetstream.ErrMsgNotFound):
-			continue
-		case err != nil:
+		taken, err := s.seedExists(ctx, j.ID)
+		if err != nil || taken {
 			s.RemoveRecords(jobs)
-			return fmt.Errorf("find ready job %s: %w", j.ID, Unavailable(err))
 		}
-		if seedOf(m.Header, m.Data) != nil {
-			s.RemoveRecords(jobs)
+		if err != nil {
+			return err
+		}
+		if taken {
 			return &ojs.DuplicateError{ExistingID: j.ID}
 		}
 	}
@@ -99,22 +97,63 @@ func (s *Store) CheckNoSeed(ctx context.Context, jobs []*ojs.Job) error {
 }
 
 // RemoveRecords removes the records of jobs just created and refused
-// (their token still on them) without leaving deletion markers, so the
-// ids stay free for a retry. Failures are left: such a record holds an
-// available job whose ready message never came, as after a crash.
+// (their token still on them; jobs created after a seed of their id was
+// checked for, CheckNoSeed). The marker it leaves says so (headerRefused):
+// unlike a deletion's, it does not hide the seed that took the id, whose
+// claim creates the record over it. Failures are left: such a record
+// holds a job whose ready message or timer never came, as after a crash.
+//
+// The marker cannot tell a deletion it replaced: a ready message from
+// before an operator deleted the id's finished job, met after a refused
+// enqueue of the same id, would be taken for the job again. That needs a
+// deletion, a late ready message and a race of two enqueues of the id.
 func (s *Store) RemoveRecords(jobs []*ojs.Job) {
 	ctx, cancel := context.WithTimeout(context.Background(), defaultWait)
 	defer cancel()
-	st, err := s.jobsStream(ctx)
-	if err != nil {
-		return
-	}
 	for _, j := range jobs {
 		r, err := s.readRecord(ctx, j.ID)
-		if err == nil && r.job != nil && r.job.Internal.Token == j.Internal.Token {
-			_ = st.DeleteMsg(ctx, r.rev)
+		if err != nil || r.job == nil || r.job.Internal.Token != j.Internal.Token {
+			continue
+		}
+		m := nats.NewMsg("$KV." + topology.JobsBucket + "." + j.ID)
+		m.Header.Set("KV-Operation", "PURGE")
+		m.Header.Set("Nats-Rollup", "sub")
+		m.Header.Set(headerRefused, "1")
+		m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(r.rev, 10))
+		_, _ = s.js.PublishMsg(ctx, m)
+	}
+}
+
+// headerRefused marks the deletion marker RemoveRecords leaves.
+const headerRefused = "Ojs-Refused"
+
+// SeedTaken reports a DuplicateError when an id of jobs (new jobs that
+// start with a record) is held by a job stored as its ready message
+// alone. It is the check before the records are created; CheckNoSeed,
+// after, settles races with a seed enqueued in between.
+func (s *Store) SeedTaken(ctx context.Context, jobs []*ojs.Job) error {
+	for _, j := range jobs {
+		taken, err := s.seedExists(ctx, j.ID)
+		if err != nil {
+			return err
+		}
+		if taken {
+			return &ojs.DuplicateError{ExistingID: j.ID}
 		}
 	}
+	return nil
+}
+
+// seedExists reports whether the last ready message of id carries a job.
+func (s *Store) seedExists(ctx context.Context, id string) (bool, error) {
+	m, err := s.assets.Ready.GetLastMsgForSubject(ctx, topology.ReadyIDFilter(id))
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("find ready job %s: %w", id, Unavailable(err))
+	}
+	return SeedOf(m.Header, m.Data) != nil, nil
 }
 
 // PublishSeed stores a new available job as its ready message alone
@@ -154,7 +193,7 @@ func (s *Store) PublishSeed(ctx context.Context, j *ojs.Job, clientID bool) erro
 		case r.job != nil:
 			s.removeReady(ack.Sequence)
 			return &ojs.DuplicateError{ExistingID: j.ID}
-		case r.marker == j.Rev:
+		case r.marker == j.Rev || r.refused:
 			return nil
 		}
 		// The id's record was deleted: the seed must name the marker, or
@@ -180,10 +219,11 @@ const defaultWait = 5 * time.Second
 // revision the message names; nil when it carries none (a message of a
 // job that has a record).
 func Seed(m jetstream.Msg) *ojs.Job {
-	return seedOf(m.Headers(), m.Data())
+	return SeedOf(m.Headers(), m.Data())
 }
 
-func seedOf(h nats.Header, data []byte) *ojs.Job {
+// SeedOf is Seed for a message read from the stream.
+func SeedOf(h nats.Header, data []byte) *ojs.Job {
 	ref, ok := Ref(h)
 	if !ok || len(data) == 0 {
 		return nil
@@ -205,6 +245,9 @@ type recordRead struct {
 	job    *ojs.Job
 	rev    uint64
 	marker uint64
+	// refused marks a marker left by RemoveRecords: no job was deleted,
+	// an enqueue that lost the id to a seed took its record back.
+	refused bool
 }
 
 // readRecord reads the last message on a job's record subject, telling a
@@ -224,7 +267,7 @@ func (s *Store) readRecord(ctx context.Context, id string) (recordRead, error) {
 	// A delete or purge, or the marker the server leaves when a record's
 	// retention TTL ends.
 	if op := m.Header.Get("KV-Operation"); op == "DEL" || op == "PURGE" || m.Header.Get("Nats-Marker-Reason") != "" {
-		return recordRead{marker: m.Sequence}, nil
+		return recordRead{marker: m.Sequence, refused: m.Header.Get(headerRefused) != ""}, nil
 	}
 	var j ojs.Job
 	if err := json.Unmarshal(m.Data, &j); err != nil {
@@ -251,9 +294,10 @@ func (s *Store) jobsStream(ctx context.Context) (jetstream.Stream, error) {
 }
 
 // readySeed looks up the last ready message of id (ojs.ready.*.*.<id>)
-// and returns the job it carries, if it is a seed for a record subject
-// holding marker (0: nothing).
-func (s *Store) readySeed(ctx context.Context, id string, marker uint64) (*ojs.Job, error) {
+// and returns the job it carries, if it is a seed for the record subject
+// as read in r (nothing, or the marker the seed names, or a marker of a
+// refused enqueue), at the revision its record's creation must expect.
+func (s *Store) readySeed(ctx context.Context, id string, r recordRead) (*ojs.Job, error) {
 	m, err := s.assets.Ready.GetLastMsgForSubject(ctx, topology.ReadyIDFilter(id))
 	switch {
 	case errors.Is(err, jetstream.ErrMsgNotFound):
@@ -261,9 +305,10 @@ func (s *Store) readySeed(ctx context.Context, id string, marker uint64) (*ojs.J
 	case err != nil:
 		return nil, fmt.Errorf("find ready job %s: %w", id, Unavailable(err))
 	}
-	j := seedOf(m.Header, m.Data)
-	if j == nil || j.Rev != marker {
+	j := SeedOf(m.Header, m.Data)
+	if j == nil || (j.Rev != r.marker && !r.refused) {
 		return nil, nil
 	}
+	j.Rev = r.marker
 	return j, nil
 }

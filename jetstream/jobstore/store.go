@@ -78,7 +78,7 @@ func (s *Store) Get(ctx context.Context, id string) (*ojs.Job, uint64, error) {
 		if try == 1 {
 			break
 		}
-		seed, err := s.readySeed(ctx, id, r.marker)
+		seed, err := s.readySeed(ctx, id, r)
 		if err != nil {
 			return nil, 0, err
 		}

@@ -1,0 +1,247 @@
+package admission_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetgate/jetgate/admission"
+	"github.com/jetgate/jetgate/admission/ojs"
+	"github.com/jetgate/jetgate/jetstream/jobstore"
+	"github.com/jetgate/jetgate/jetstream/natstest"
+	"github.com/jetgate/jetgate/jetstream/topology"
+)
+
+// Issue 17: a job enqueued as available is stored once, as its ready
+// message (the whole job on ojs.ready.<queue>.<priority>.<id>); its record
+// is written when it leaves available, so the whole life of a job that
+// completes on its first attempt is three stored writes: the ready
+// message, the record at active, the record at completed.
+func TestAvailableJobIsItsReadyMessageUntilClaimed(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := testCtx(t)
+	records, err := b.js.Stream(ctx, "KV_"+topology.JobsBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := records.CachedInfo().State.LastSeq
+	j := enqueue(t, b, `{"type":"s.t","args":[1],"queue":"seeds","priority":2}`)
+	kv, err := b.js.KeyValue(ctx, topology.JobsBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Get(ctx, j.ID); !errors.Is(err, jetstream.ErrKeyNotFound) {
+		t.Fatalf("record of an available job: %v, want none", err)
+	}
+	ready, err := b.js.Stream(ctx, topology.ReadyStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := ready.GetLastMsgForSubject(ctx, topology.ReadySubject("seeds", 2, j.ID))
+	if err != nil {
+		t.Fatalf("ready message: %v", err)
+	}
+	if seed := jobstore.SeedOf(m.Header, m.Data); seed == nil || seed.ID != j.ID || seed.Type != "s.t" {
+		t.Fatalf("ready message does not carry the job: %s", m.Data)
+	}
+	got, err := b.svc.Get(ctx, j.ID)
+	if err != nil || got.State != ojs.StateAvailable || string(got.Args) != "[1]" || got.Priority != 2 {
+		t.Fatalf("GET of an available job: %v %+v", err, got)
+	}
+	if f := fetch1(t, b, "seeds"); f == nil || f.ID != j.ID {
+		t.Fatalf("fetch: %v", f)
+	}
+	if e, err := kv.Get(ctx, j.ID); err != nil || e.Revision() <= before {
+		t.Fatalf("record after the claim: %v", err)
+	}
+	ack(t, b, j.ID)
+	got, err = b.svc.Get(ctx, j.ID)
+	if err != nil || got.State != ojs.StateCompleted {
+		t.Fatalf("after ack: %v %+v", err, got)
+	}
+	info, err := records.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := info.State.LastSeq - before; n != 2 {
+		t.Fatalf("%d record writes for a job completed on its first attempt, want 2 (active, completed)", n)
+	}
+}
+
+// Duplicate ids stay 409 (ojs-http-binding: a job id names one job) on
+// every path a job can be stored by: as its ready message alone, with a
+// record first (scheduled), in a batch; before and after the first job
+// was claimed. Nothing of the refused enqueue is left.
+func TestClientIDsStayUniqueAcrossLayouts(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := testCtx(t)
+	later := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	idA, idB, idS := ojs.NewID(), ojs.NewID(), ojs.NewID()
+	dup := func(body string) {
+		t.Helper()
+		_, err := b.svc.Enqueue(ctx, mustParse(t, body))
+		var d *ojs.DuplicateError
+		if !errors.As(err, &d) {
+			t.Fatalf("enqueue %s: %v, want a duplicate", body, err)
+		}
+	}
+	readyOf := func(id string) uint64 {
+		t.Helper()
+		info, err := b.js.Stream(ctx, topology.ReadyStream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		si, err := info.Info(ctx, jetstream.WithSubjectFilter(topology.ReadyIDFilter(id)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n uint64
+		for _, c := range si.State.Subjects {
+			n += c
+		}
+		return n
+	}
+	state := func(id string) ojs.State {
+		t.Helper()
+		j, err := b.svc.Get(ctx, id)
+		if err != nil {
+			t.Fatalf("get %s: %v", id, err)
+		}
+		return j.State
+	}
+
+	// Available twice; then scheduled and in a batch over an available one.
+	enqueue(t, b, `{"id":"`+idA+`","type":"d.t","args":[],"queue":"dups"}`)
+	dup(`{"id":"`+idA+`","type":"d.t","args":[],"queue":"dups"}`)
+	dup(`{"id":"`+idA+`","type":"d.t","args":[],"queue":"dups","scheduled_at":"` + later + `"}`)
+	_, err := b.svc.EnqueueBatch(ctx, []*ojs.Job{
+		mustParse(t, `{"id":"`+idB+`","type":"d.t","args":[],"queue":"other"}`),
+		mustParse(t, `{"id":"`+idA+`","type":"d.t","args":[],"queue":"other"}`),
+	})
+	if d := (*ojs.DuplicateError)(nil); !errors.As(err, &d) || d.ExistingID != idA {
+		t.Fatalf("batch over an available id: %v", err)
+	}
+	if _, err := b.svc.Get(ctx, idB); !errors.Is(err, ojs.ErrNotFound) {
+		t.Fatalf("the refused batch left dup-b: %v", err)
+	}
+	if n := readyOf(idA); n != 1 || state(idA) != ojs.StateAvailable {
+		t.Fatalf("dup-a: %d ready messages, state %s; want the first job alone", n, state(idA))
+	}
+
+	// Claimed: taken while its ready message is held, and after it was
+	// acknowledged (the record alone).
+	if f := fetch1(t, b, "dups"); f == nil || f.ID != idA {
+		t.Fatalf("fetch: %v", f)
+	}
+	dup(`{"id":"`+idA+`","type":"d.t","args":[],"queue":"dups"}`)
+	ack(t, b, idA)
+	for deadline := time.Now().Add(10 * time.Second); readyOf(idA) != 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the completed job's ready message was never acknowledged")
+		}
+	}
+	dup(`{"id":"`+idA+`","type":"d.t","args":[],"queue":"dups"}`)
+	if n := readyOf(idA); n != 0 || state(idA) != ojs.StateCompleted {
+		t.Fatalf("dup-a after a refused enqueue: %d ready messages, state %s", n, state(idA))
+	}
+
+	// Scheduled first (a record), then available: taken.
+	enqueue(t, b, `{"id":"`+idS+`","type":"d.t","args":[],"queue":"dups","scheduled_at":"`+later+`"}`)
+	dup(`{"id":"`+idS+`","type":"d.t","args":[],"queue":"dups"}`)
+	if n := readyOf(idS); n != 0 || state(idS) != ojs.StateScheduled {
+		t.Fatalf("dup-s: %d ready messages, state %s", n, state(idS))
+	}
+
+	// Server-made ids never collide.
+	x := enqueue(t, b, `{"type":"d.t","args":[],"queue":"dups"}`)
+	y := enqueue(t, b, `{"type":"d.t","args":[],"queue":"dups"}`)
+	if x.ID == y.ID {
+		t.Fatalf("two enqueues got id %s", x.ID)
+	}
+}
+
+// A record deleted by an operator is not absent: a ready message that
+// carried the job before the deletion (one left behind, or published
+// late) never brings it back, while a new enqueue of the id after the
+// deletion is a new job that runs.
+func TestDeletedRecordIsNotAbsent(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := testCtx(t)
+	idD := ojs.NewID()
+	j := enqueue(t, b, `{"id":"`+idD+`","type":"d.t","args":[],"queue":"dels"}`)
+	seed, err := b.svc.Get(ctx, j.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := fetch1(t, b, "dels"); f == nil || f.ID != j.ID {
+		t.Fatalf("fetch: %v", f)
+	}
+	ack(t, b, j.ID)
+	if err := b.svc.DeleteJob(ctx, j.ID); err != nil {
+		t.Fatal(err)
+	}
+	// The job's first ready message, published again as if late.
+	late, err := jobstore.SeedMsg(seed, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.js.PublishMsg(ctx, late); err != nil {
+		t.Fatal(err)
+	}
+	if f := fetch1(t, b, "dels"); f != nil {
+		t.Fatalf("a ready message from before the deletion was claimed: %+v", f)
+	}
+	if _, err := b.svc.Get(ctx, j.ID); !errors.Is(err, ojs.ErrNotFound) {
+		t.Fatalf("GET after the deletion: %v, want not found", err)
+	}
+	// A new job under the id: stored over the marker, and it runs.
+	again := enqueue(t, b, `{"id":"`+idD+`","type":"d.t","args":[2],"queue":"dels"}`)
+	got := waitFetch(t, b, "dels", 10*time.Second)
+	if got.ID != again.ID || string(got.Args) != "[2]" {
+		t.Fatalf("the new job of a deleted id: %+v", got)
+	}
+}
+
+// A crash point of a job without a record: an enqueue that dies after its
+// ready message landed (before answering) leaves a job that another
+// process finds by id and runs once. (A claimer dying between the
+// record's creation and the message's ack: TestLeaseSurvivesClaimingProcess;
+// claimers racing on the creation: the property tests.)
+func TestRecordlessJobSurvivesItsEnqueuer(t *testing.T) {
+	t.Parallel()
+	s := natstest.RunServer(t)
+	_, js1 := natstest.Connect(t, s)
+	a := setupCfg(t, js1, admission.Config{})
+	_, js2 := natstest.Connect(t, s)
+	b := setupCfg(t, js2, admission.Config{})
+	ctx := testCtx(t)
+	// What a crashed enqueue leaves: the seed alone.
+	idO := ojs.NewID()
+	j := mustParse(t, `{"id":"`+idO+`","type":"c.t","args":[7],"queue":"crash"}`)
+	j.State, j.SpecVersion = ojs.StateAvailable, ojs.SpecVersion
+	j.Internal.Token, j.Internal.Origin = jobstore.NewToken(), "o1"
+	m, err := jobstore.SeedMsg(j, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js1.PublishMsg(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	a.svc.Stop()
+	if got, err := b.svc.Get(ctx, j.ID); err != nil || got.State != ojs.StateAvailable {
+		t.Fatalf("GET of the crashed enqueue's job: %v %+v", err, got)
+	}
+	got := waitFetch(t, b, "crash", 10*time.Second)
+	if got.ID != j.ID || string(got.Args) != "[7]" {
+		t.Fatalf("fetched %+v", got)
+	}
+	ack(t, b, j.ID)
+	if got, err := b.svc.Get(ctx, j.ID); err != nil || got.State != ojs.StateCompleted || got.Attempt != 1 {
+		t.Fatalf("after ack: %v %+v", err, got)
+	}
+}
