@@ -116,8 +116,8 @@ func TestClientIDsStayUniqueAcrossLayouts(t *testing.T) {
 
 	// Available twice; then scheduled and in a batch over an available one.
 	enqueue(t, b, `{"id":"`+idA+`","type":"d.t","args":[],"queue":"dups"}`)
-	dup(`{"id":"`+idA+`","type":"d.t","args":[],"queue":"dups"}`)
-	dup(`{"id":"`+idA+`","type":"d.t","args":[],"queue":"dups","scheduled_at":"` + later + `"}`)
+	dup(`{"id":"` + idA + `","type":"d.t","args":[],"queue":"dups"}`)
+	dup(`{"id":"` + idA + `","type":"d.t","args":[],"queue":"dups","scheduled_at":"` + later + `"}`)
 	_, err := b.svc.EnqueueBatch(ctx, []*ojs.Job{
 		mustParse(t, `{"id":"`+idB+`","type":"d.t","args":[],"queue":"other"}`),
 		mustParse(t, `{"id":"`+idA+`","type":"d.t","args":[],"queue":"other"}`),
@@ -137,21 +137,21 @@ func TestClientIDsStayUniqueAcrossLayouts(t *testing.T) {
 	if f := fetch1(t, b, "dups"); f == nil || f.ID != idA {
 		t.Fatalf("fetch: %v", f)
 	}
-	dup(`{"id":"`+idA+`","type":"d.t","args":[],"queue":"dups"}`)
+	dup(`{"id":"` + idA + `","type":"d.t","args":[],"queue":"dups"}`)
 	ack(t, b, idA)
 	for deadline := time.Now().Add(10 * time.Second); readyOf(idA) != 0; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the completed job's ready message was never acknowledged")
 		}
 	}
-	dup(`{"id":"`+idA+`","type":"d.t","args":[],"queue":"dups"}`)
+	dup(`{"id":"` + idA + `","type":"d.t","args":[],"queue":"dups"}`)
 	if n := readyOf(idA); n != 0 || state(idA) != ojs.StateCompleted {
 		t.Fatalf("dup-a after a refused enqueue: %d ready messages, state %s", n, state(idA))
 	}
 
 	// Scheduled first (a record), then available: taken.
 	enqueue(t, b, `{"id":"`+idS+`","type":"d.t","args":[],"queue":"dups","scheduled_at":"`+later+`"}`)
-	dup(`{"id":"`+idS+`","type":"d.t","args":[],"queue":"dups"}`)
+	dup(`{"id":"` + idS + `","type":"d.t","args":[],"queue":"dups"}`)
 	if n := readyOf(idS); n != 0 || state(idS) != ojs.StateScheduled {
 		t.Fatalf("dup-s: %d ready messages, state %s", n, state(idS))
 	}
