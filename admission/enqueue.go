@@ -170,12 +170,14 @@ func (s *Service) enqueued(ctx context.Context, j *ojs.Job) {
 	s.events.PublishJob(EventJobEnqueued, j, nil)
 }
 
-// EnqueueBatch enqueues all jobs or none: their ready messages and timers
-// are published first, then every record is created in one atomic batch.
-// A failed batch leaves only messages whose tokens match no record. Jobs
-// of a batch keep a record from the start (their ready messages carry no
-// job), so an id a client named must not be held by a job stored as its
-// ready message alone (CheckNoSeed).
+// EnqueueBatch enqueues all jobs or none. A batch of available jobs of
+// unbounded queues is stored as their ready messages alone, in one atomic
+// batch (seedBatch). Any other batch keeps a record per job from the
+// start: the ready messages and timers are published first, then every
+// record is created in one atomic batch, and a failed batch leaves only
+// messages whose tokens match no record; an id a client named must then
+// not be held by a job stored as its ready message alone (SeedTaken,
+// CheckNoSeed).
 func (s *Service) EnqueueBatch(ctx context.Context, jobs []*ojs.Job) (_ []*ojs.Job, err error) {
 	seen := make(map[string]int, len(jobs))
 	clientIDs := map[string]bool{}
@@ -218,6 +220,9 @@ func (s *Service) EnqueueBatch(ctx context.Context, jobs []*ojs.Job) (_ []*ojs.J
 			}
 		}
 	}
+	if s.seedsAll(create) {
+		return out, s.seedBatch(ctx, create, clientIDs)
+	}
 	var named []*ojs.Job
 	for _, j := range create {
 		if clientIDs[j.ID] && j.State != ojs.StateAvailable {
@@ -248,6 +253,37 @@ func (s *Service) EnqueueBatch(ctx context.Context, jobs []*ojs.Job) (_ []*ojs.J
 		s.enqueued(ctx, j)
 	}
 	return out, nil
+}
+
+// seedsAll reports whether every job of a batch is stored as its ready
+// message alone (seeds).
+func (s *Service) seedsAll(jobs []*ojs.Job) bool {
+	for _, j := range jobs {
+		if !s.seeds(j) {
+			return false
+		}
+	}
+	return true
+}
+
+// seedBatch enqueues a batch of jobs that are all stored as their ready
+// messages alone: one atomic batch on the ready stream, after their
+// expire timers.
+func (s *Service) seedBatch(ctx context.Context, jobs []*ojs.Job, named map[string]bool) error {
+	for _, j := range jobs {
+		if err := s.armExpiry(ctx, j); err != nil {
+			return err
+		}
+	}
+	if err := s.store.PublishSeedBatch(ctx, jobs, named); err != nil {
+		return err
+	}
+	for _, j := range jobs {
+		j.Seed = true
+		s.records.put(j, j.Rev)
+		s.enqueued(ctx, j)
+	}
+	return nil
 }
 
 func (s *Service) publishInitialBatch(ctx context.Context, jobs []*ojs.Job, named map[string]bool) error {

@@ -2,6 +2,7 @@ package admission_test
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -243,5 +244,60 @@ func TestRecordlessJobSurvivesItsEnqueuer(t *testing.T) {
 	ack(t, b, j.ID)
 	if got, err := b.svc.Get(ctx, j.ID); err != nil || got.State != ojs.StateCompleted || got.Attempt != 1 {
 		t.Fatalf("after ack: %v %+v", err, got)
+	}
+}
+
+// Issue 17, batches: a batch of available jobs is stored as their ready
+// messages alone, all or none, in one atomic batch; each is found by id
+// and claimed in order, its record written then.
+func TestBatchOfSeedsIsAllOrNothing(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := testCtx(t)
+	records, err := b.js.Stream(ctx, "KV_"+topology.JobsBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := records.CachedInfo().State.LastSeq
+	var batch []*ojs.Job
+	for i := range 5 {
+		batch = append(batch, mustParse(t, fmt.Sprintf(`{"id":%q,"type":"b.t","args":[%d],"queue":"sbatch"}`, ojs.NewID(), i)))
+	}
+	jobs, err := b.svc.EnqueueBatch(ctx, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := records.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.LastSeq != before {
+		t.Fatalf("a batch of available jobs wrote %d records, want none", info.State.LastSeq-before)
+	}
+	for _, j := range jobs {
+		if got, err := b.svc.Get(ctx, j.ID); err != nil || got.State != ojs.StateAvailable {
+			t.Fatalf("GET %s: %v %+v", j.ID, err, got)
+		}
+	}
+	// A batch naming a taken id stores nothing, its other jobs included.
+	fresh := ojs.NewID()
+	_, err = b.svc.EnqueueBatch(ctx, []*ojs.Job{
+		mustParse(t, `{"id":"`+fresh+`","type":"b.t","args":[],"queue":"sbatch"}`),
+		mustParse(t, `{"id":"`+jobs[3].ID+`","type":"b.t","args":[],"queue":"sbatch"}`),
+	})
+	if d := (*ojs.DuplicateError)(nil); !errors.As(err, &d) || d.ExistingID != jobs[3].ID {
+		t.Fatalf("batch over a taken id: %v", err)
+	}
+	if _, err := b.svc.Get(ctx, fresh); !errors.Is(err, ojs.ErrNotFound) {
+		t.Fatalf("the refused batch stored %s: %v", fresh, err)
+	}
+	for i, want := range jobs {
+		got := fetch1(t, b, "sbatch")
+		if got == nil || got.ID != want.ID {
+			t.Fatalf("fetch %d: %v, want %s (oldest first)", i, got, want.ID)
+		}
+	}
+	if got := fetch1(t, b, "sbatch"); got != nil {
+		t.Fatalf("a sixth job: %+v", got)
 	}
 }

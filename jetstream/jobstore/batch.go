@@ -38,7 +38,7 @@ func (s *Store) CreateBatch(ctx context.Context, jobs []*ojs.Job) error {
 	case len(jobs) > MaxBatch:
 		return &ojs.ValidationError{Field: "jobs", Rule: fmt.Sprintf("at most %d jobs", MaxBatch)}
 	}
-	id := nuid.Next()
+	msgs := make([]*nats.Msg, len(jobs))
 	for i, j := range jobs {
 		b, err := j.AppendJSON(make([]byte, 0, 768))
 		if err != nil {
@@ -46,48 +46,65 @@ func (s *Store) CreateBatch(ctx context.Context, jobs []*ojs.Job) error {
 		}
 		m := nats.NewMsg("$KV." + topology.JobsBucket + "." + j.ID)
 		m.Data = b
+		m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, "0")
+		msgs[i] = m
+	}
+	if _, err := s.atomicBatch(ctx, msgs); err != nil {
+		return s.batchFailed(ctx, jobs, err)
+	}
+	return nil
+}
+
+// atomicBatch stores msgs in one JetStream atomic batch (ADR-50): all or
+// none. It returns the stream sequence of the last message; a batch is
+// stored at consecutive sequences.
+func (s *Store) atomicBatch(ctx context.Context, msgs []*nats.Msg) (uint64, error) {
+	id := nuid.Next()
+	for i, m := range msgs {
 		m.Header.Set(hdrBatchID, id)
 		m.Header.Set(hdrBatchSeq, strconv.Itoa(i+1))
-		m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, "0")
 		switch i {
-		case 0:
-			if err := s.batchRequest(ctx, m); err != nil {
-				return s.batchFailed(ctx, jobs, err)
+		case 0, len(msgs) - 1:
+			if i == len(msgs)-1 {
+				m.Header.Set(hdrBatchCommit, "1")
 			}
-		case len(jobs) - 1:
-			m.Header.Set(hdrBatchCommit, "1")
-			if err := s.batchRequest(ctx, m); err != nil {
-				return s.batchFailed(ctx, jobs, err)
+			seq, err := s.batchRequest(ctx, m)
+			if err != nil || i == len(msgs)-1 {
+				return seq, err
 			}
 		default:
 			if err := s.nc.PublishMsg(m); err != nil {
-				return fmt.Errorf("publish batch: %w", Unavailable(err))
+				return 0, fmt.Errorf("publish batch: %w", Unavailable(err))
 			}
 		}
 	}
-	return nil
+	return 0, nil
 }
 
 type pubAckResponse struct {
-	Error *jetstream.APIError `json:"error,omitempty"`
+	Error    *jetstream.APIError `json:"error,omitempty"`
+	Sequence uint64              `json:"seq,omitempty"`
 }
 
-func (s *Store) batchRequest(ctx context.Context, m *nats.Msg) error {
+// batchRequest sends one message of an atomic batch and waits for its
+// answer: nothing for the first, the publish ack (its sequence) for the
+// commit, an error for a refused batch.
+func (s *Store) batchRequest(ctx context.Context, m *nats.Msg) (uint64, error) {
 	resp, err := s.nc.RequestMsgWithContext(ctx, m)
 	if err != nil {
-		return fmt.Errorf("batch publish: %w", Unavailable(err))
+		return 0, fmt.Errorf("batch publish: %w", Unavailable(err))
 	}
 	if len(resp.Data) == 0 {
-		return nil
+		return 0, nil
 	}
 	var r pubAckResponse
 	if err := json.Unmarshal(resp.Data, &r); err != nil {
-		return fmt.Errorf("batch publish: bad reply: %w", err)
+		return 0, fmt.Errorf("batch publish: bad reply: %w", err)
 	}
 	if r.Error != nil {
-		return r.Error
+		return 0, r.Error
 	}
-	return nil
+	return r.Sequence, nil
 }
 
 // batchFailed turns a rejected batch into the error the caller should see:

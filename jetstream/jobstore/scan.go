@@ -1,12 +1,14 @@
 package jobstore
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -233,29 +235,60 @@ func rawMsg(msg *nats.Msg) (*jetstream.RawStreamMsg, error) {
 }
 
 // GetMany reads the records of ids; ids without a record are left out of
-// the answer. Where the bucket answers direct gets consistently it is one
-// batched direct get (multi_last on the ids' subjects) per ScanBatch ids,
-// otherwise one Get per id.
+// the answer (a job stored as its ready message alone included).
 func (s *Store) GetMany(ctx context.Context, ids []string) (map[string]*ojs.Job, error) {
-	out := make(map[string]*ojs.Job, len(ids))
-	stream := "KV_" + topology.JobsBucket
-	st, err := s.js.Stream(ctx, stream)
+	reads, err := s.readRecords(ctx, ids)
 	if err != nil {
-		return nil, fmt.Errorf("read job records: %w", Unavailable(err))
+		return nil, err
+	}
+	out := make(map[string]*ojs.Job, len(reads))
+	for id, r := range reads {
+		if r.job != nil {
+			out[id] = r.job
+		}
+	}
+	return out, nil
+}
+
+// readRecords reads the record subjects of ids (readRecord); ids whose
+// subject holds nothing are left out. Where the bucket answers direct
+// gets consistently it is one batched direct get (multi_last on the ids'
+// subjects) per ScanBatch ids, otherwise one read per id, several at once.
+func (s *Store) readRecords(ctx context.Context, ids []string) (map[string]recordRead, error) {
+	out := make(map[string]recordRead, len(ids))
+	stream := "KV_" + topology.JobsBucket
+	st, err := s.jobsStream(ctx)
+	if err != nil {
+		return nil, err
 	}
 	cfg := st.CachedInfo().Config
 	if !cfg.AllowDirect || cfg.Replicas > 1 {
+		var mu sync.Mutex
+		var firstErr error
+		sem := make(chan struct{}, 16)
+		var wg sync.WaitGroup
 		for _, id := range ids {
-			j, _, err := s.Get(ctx, id)
-			if err != nil {
-				if errors.Is(err, ojs.ErrNotFound) {
-					continue
-				}
-				return nil, err
+			if !validKey(id) {
+				continue
 			}
-			out[id] = j
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
+				r, err := s.readRecord(ctx, id)
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case err != nil:
+					firstErr = cmp.Or(firstErr, err)
+				case r.job != nil || r.marker != 0:
+					out[id] = r
+				}
+			}()
 		}
-		return out, nil
+		wg.Wait()
+		return out, firstErr
 	}
 	prefix := "$KV." + topology.JobsBucket + "."
 	for len(ids) > 0 {
@@ -278,15 +311,12 @@ func (s *Store) GetMany(ctx context.Context, ids []string) (map[string]*ojs.Job,
 			return nil, fmt.Errorf("read job records: %w", Unavailable(err))
 		}
 		for _, m := range msgs {
-			if len(m.Data) == 0 || m.Header.Get("KV-Operation") != "" {
-				continue
+			id := strings.TrimPrefix(m.Subject, prefix)
+			r, err := decodeRecord(id, m.Sequence, m.Header, m.Data)
+			if err != nil {
+				return nil, err
 			}
-			var j ojs.Job
-			if err := json.Unmarshal(m.Data, &j); err != nil {
-				return nil, fmt.Errorf("decode job %s: %w", strings.TrimPrefix(m.Subject, prefix), err)
-			}
-			j.Rev = m.Sequence
-			out[j.ID] = &j
+			out[id] = r
 		}
 	}
 	return out, nil

@@ -44,7 +44,10 @@ func SeedMsg(j *ojs.Job, unique bool) (*nats.Msg, error) {
 	}
 	m := ReadyMsg(j)
 	m.Data = b
-	m.Header.Set(jetstream.MsgIDHeader, j.ID+":"+j.Internal.Token+":"+strconv.FormatUint(j.Rev, 10))
+	// No message id: a seed is published once (a retry after a lost
+	// answer meets the first one as another ready message of the id), and
+	// the server keeps no duplicate-window entry for it.
+	m.Header.Del(jetstream.MsgIDHeader)
 	if unique {
 		expectNoOther(m, j.ID)
 	}
@@ -174,10 +177,17 @@ func (s *Store) PublishSeed(ctx context.Context, j *ojs.Job, clientID bool) erro
 		}
 		ack, err := s.js.PublishMsg(ctx, m)
 		if err != nil {
-			if wrongLastSeq(err) {
+			if !wrongLastSeq(err) {
+				return fmt.Errorf("publish ready %s: %w", j.ID, Unavailable(err))
+			}
+			dead, derr := s.removeDeadSeed(ctx, j.ID)
+			if derr != nil {
+				return derr
+			}
+			if !dead {
 				return &ojs.DuplicateError{ExistingID: j.ID}
 			}
-			return fmt.Errorf("publish ready %s: %w", j.ID, Unavailable(err))
+			continue
 		}
 		if !clientID {
 			return nil
@@ -202,6 +212,124 @@ func (s *Store) PublishSeed(ctx context.Context, j *ojs.Job, clientID bool) erro
 		j.Rev = r.marker
 	}
 	return fmt.Errorf("enqueue %s: %w: its record kept changing", j.ID, ErrConflict)
+}
+
+// PublishSeedBatch stores new available jobs as their ready messages
+// alone, all or none: one atomic batch on the ready stream (ADR-50). The
+// messages of ids in named (ids a client chose) expect no other ready
+// message of their id; once the batch landed, the record subjects of
+// those ids are read: a record of another job makes the id taken
+// (DuplicateError, and the batch's messages are removed again), and a
+// deletion marker a seed does not name makes the batch go again, naming
+// it.
+func (s *Store) PublishSeedBatch(ctx context.Context, jobs []*ojs.Job, named map[string]bool) error {
+	switch {
+	case len(jobs) == 0:
+		return nil
+	case len(jobs) == 1:
+		return s.PublishSeed(ctx, jobs[0], named[jobs[0].ID])
+	case len(jobs) > MaxBatch:
+		return &ojs.ValidationError{Field: "jobs", Rule: fmt.Sprintf("at most %d jobs", MaxBatch)}
+	}
+	var ids []string
+	for _, j := range jobs {
+		j.Internal.Origin = j.Internal.Token
+		if named[j.ID] {
+			ids = append(ids, j.ID)
+		}
+	}
+	for range 3 {
+		msgs := make([]*nats.Msg, len(jobs))
+		for i, j := range jobs {
+			m, err := SeedMsg(j, named[j.ID])
+			if err != nil {
+				return err
+			}
+			msgs[i] = m
+		}
+		last, err := s.atomicBatch(ctx, msgs)
+		if err != nil {
+			if wrongLastSeq(err) {
+				return s.takenIn(ctx, ids, err)
+			}
+			return fmt.Errorf("publish batch: %w", Unavailable(err))
+		}
+		if len(ids) == 0 {
+			return nil
+		}
+		first := last - uint64(len(jobs)) + 1
+		reads, err := s.readRecords(ctx, ids)
+		if err != nil {
+			s.removeReadyRange(first, last)
+			return err
+		}
+		again := false
+		for _, j := range jobs {
+			r, ok := reads[j.ID]
+			switch {
+			case !ok, r.job != nil && r.job.Internal.Origin == j.Internal.Origin, r.job == nil && (r.marker == j.Rev || r.refused):
+			case r.job != nil:
+				s.removeReadyRange(first, last)
+				return &ojs.DuplicateError{ExistingID: j.ID}
+			default:
+				j.Rev, again = r.marker, true
+			}
+		}
+		if !again {
+			return nil
+		}
+		s.removeReadyRange(first, last)
+	}
+	return fmt.Errorf("enqueue batch: %w: its records kept changing", ErrConflict)
+}
+
+// takenIn names the id of ids that made a batch's expectation fail: one
+// that has a ready message already. err is returned when none is found
+// (the message went meanwhile).
+func (s *Store) takenIn(ctx context.Context, ids []string, err error) error {
+	for _, id := range ids {
+		_, gerr := s.assets.Ready.GetLastMsgForSubject(ctx, topology.ReadyIDFilter(id))
+		if gerr == nil {
+			return &ojs.DuplicateError{ExistingID: id}
+		}
+	}
+	return fmt.Errorf("publish batch: %w", err)
+}
+
+// removeReadyRange deletes the ready messages first..last (a batch).
+func (s *Store) removeReadyRange(first, last uint64) {
+	for seq := first; seq <= last; seq++ {
+		s.removeReady(seq)
+	}
+}
+
+// removeDeadSeed removes the last ready message of id if it is a seed
+// that can never be taken for its job (a record subject holding a marker
+// it does not name: the id's job was deleted after it), so that a new job
+// of the id is not refused for it; it reports whether it removed one.
+func (s *Store) removeDeadSeed(ctx context.Context, id string) (bool, error) {
+	m, err := s.assets.Ready.GetLastMsgForSubject(ctx, topology.ReadyIDFilter(id))
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return true, nil // gone meanwhile: try again
+	case err != nil:
+		return false, fmt.Errorf("find ready job %s: %w", id, Unavailable(err))
+	}
+	seed := SeedOf(m.Header, m.Data)
+	if seed == nil {
+		return false, nil
+	}
+	r, err := s.readRecord(ctx, id)
+	if err != nil {
+		return false, err
+	}
+	if r.job != nil || r.marker == seed.Rev || r.refused {
+		return false, nil
+	}
+	if err := s.assets.Ready.DeleteMsg(ctx, m.Sequence); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+		return false, fmt.Errorf("remove dead ready message of %s: %w", id, Unavailable(err))
+	}
+	return true, nil
 }
 
 // removeReady deletes a ready message by sequence; a failure leaves a
@@ -264,17 +392,22 @@ func (s *Store) readRecord(ctx context.Context, id string) (recordRead, error) {
 	case err != nil:
 		return recordRead{}, fmt.Errorf("get job %s: %w", id, Unavailable(err))
 	}
+	return decodeRecord(id, m.Sequence, m.Header, m.Data)
+}
+
+// decodeRecord reads the last message of a record subject.
+func decodeRecord(id string, seq uint64, h nats.Header, data []byte) (recordRead, error) {
 	// A delete or purge, or the marker the server leaves when a record's
 	// retention TTL ends.
-	if op := m.Header.Get("KV-Operation"); op == "DEL" || op == "PURGE" || m.Header.Get("Nats-Marker-Reason") != "" {
-		return recordRead{marker: m.Sequence, refused: m.Header.Get(headerRefused) != ""}, nil
+	if op := h.Get("KV-Operation"); op == "DEL" || op == "PURGE" || h.Get("Nats-Marker-Reason") != "" {
+		return recordRead{marker: seq, refused: h.Get(headerRefused) != ""}, nil
 	}
 	var j ojs.Job
-	if err := json.Unmarshal(m.Data, &j); err != nil {
+	if err := json.Unmarshal(data, &j); err != nil {
 		return recordRead{}, fmt.Errorf("decode job %s: %w", id, err)
 	}
-	j.Rev = m.Sequence
-	return recordRead{job: &j, rev: m.Sequence}, nil
+	j.Rev = seq
+	return recordRead{job: &j, rev: seq}, nil
 }
 
 // jobsStream is the stream behind bucket OJS_JOBS, bound on first use (its

@@ -144,6 +144,9 @@ func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Assets, e
 		// after its last use): far more than nats-server's default of
 		// 1,000 consumers per stream can be in use at once.
 		MaxConsumers: MaxReadyConsumers,
+		// A batch of new available jobs is stored as their ready messages
+		// alone, all or none (jobstore.PublishSeedBatch).
+		AllowAtomicPublish: true,
 	}
 	a.Ready, err = js.CreateOrUpdateStream(ctx, readyCfg)
 	var apiErr *jetstream.APIError
