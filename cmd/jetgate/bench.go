@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"time"
@@ -28,12 +29,14 @@ type benchConfig struct {
 	natsPID   int
 	url       string
 	jgPID     int
+	cpuProf   string
 }
 
 var benchFlagOrder = [][2]string{
 	{"duration", "DURATION"}, {"rounds", "N"}, {"workers", "N"}, {"payload-bytes", "SIZE"},
 	{"cost-jobs", "N"}, {"drain-jobs", "N"},
 	{"out", "DIR"}, {"json", ""}, {"data-dir", "DIR"}, {"nats-url", "URL"}, {"nats-monitor", "URL"}, {"nats-pid", "PID"}, {"url", "URL"}, {"jetgate-pid", "PID"},
+	{"cpuprofile", "FILE"},
 }
 
 func newBenchFlags(c *benchConfig) *flag.FlagSet {
@@ -55,6 +58,7 @@ func newBenchFlags(c *benchConfig) *flag.FlagSet {
 	fs.IntVar(&c.natsPID, "nats-pid", 0, "Process id of the --nats-url server when it runs on this machine (Linux): the cost scenario reads its CPU from /proc exactly instead of estimating it from /varz once a second.")
 	fs.StringVar(&c.url, "url", "", "Send the HTTP cases to this running jetgate (e.g. http://127.0.0.1:8080) instead of the in-process one.")
 	fs.IntVar(&c.jgPID, "jetgate-pid", 0, "Process id of the --url jetgate when it runs on this machine (Linux): the cost scenario reads its CPU from /proc, apart from the bench clients' and the nats-server's.")
+	fs.StringVar(&c.cpuProf, "cpuprofile", "", "Write a CPU profile of the whole run to FILE (go tool pprof): the in-process jetgate, the embedded NATS server and the bench's own clients, told apart by their functions.")
 	return fs
 }
 
@@ -124,6 +128,17 @@ func (c benchConfig) run(ctx context.Context, stdout, stderr io.Writer) error {
 	scenarios, err := bench.Lookup(c.scenarios...)
 	if err != nil {
 		return err
+	}
+	if c.cpuProf != "" {
+		f, err := os.Create(c.cpuProf)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("cpu profile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
 	}
 	if c.dataDir == "" && c.natsURL == "" {
 		tmp, err := os.MkdirTemp("", "jetgate-bench-")
