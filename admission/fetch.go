@@ -409,7 +409,7 @@ func (s *Service) claim(ctx context.Context, msg jetstream.Msg, turn *claimTurn,
 	}
 	// A message that carries its job (an available job without a record
 	// yet) is claimed from its body: the write creates the record.
-	nj, old, err := s.transitionFrom(ctx, ref.JobID, jobstore.Seed(msg), apply)
+	nj, old, err := s.transitionFrom(ctx, ref.JobID, func() *ojs.Job { return jobstore.Seed(msg) }, apply)
 	if isNotFound(err) {
 		// The record may be being created by this process (its ready
 		// message goes out first), or may have landed while the read was

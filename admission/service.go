@@ -284,14 +284,15 @@ func (s *Service) transition(ctx context.Context, id string, apply applyFunc) (n
 }
 
 // transitionFrom is transition for a caller that holds the job's seed (a
-// ready message carrying the job, jobstore/seed.go): the first round
-// applies to it, unless the cache knows a record, without reading; the
-// write then creates the record, and a record written meanwhile makes it
-// a lost race like any other.
-func (s *Service) transitionFrom(ctx context.Context, id string, seed *ojs.Job, apply applyFunc) (nj, old *ojs.Job, err error) {
+// ready message carrying the job, jobstore/seed.go; seed reads it, nil
+// when the message carries none): the first round applies to it, unless
+// the cache knows the job, without reading; the write then creates the
+// record, and a record written meanwhile makes it a lost race like any
+// other. The seed is decoded only when the cache does not know the job.
+func (s *Service) transitionFrom(ctx context.Context, id string, seed func() *ojs.Job, apply applyFunc) (nj, old *ojs.Job, err error) {
 	fresh := false
 	for range maxCASRetries {
-		var useSeed *ojs.Job
+		var useSeed func() *ojs.Job
 		if !fresh {
 			useSeed = seed
 		}
@@ -366,7 +367,7 @@ func (s *Service) write(ctx context.Context, nj *ojs.Job, rev uint64) (uint64, e
 
 // read returns the job's record, from the cache when allowed and present,
 // else from seed when given, else from the store.
-func (s *Service) read(ctx context.Context, id string, useCache bool, seed *ojs.Job) (j *ojs.Job, rev uint64, cached bool, err error) {
+func (s *Service) read(ctx context.Context, id string, useCache bool, seed func() *ojs.Job) (j *ojs.Job, rev uint64, cached bool, err error) {
 	if useCache {
 		if j, rev, ok := s.records.get(id); ok {
 			c := *j
@@ -375,9 +376,11 @@ func (s *Service) read(ctx context.Context, id string, useCache bool, seed *ojs.
 		}
 	}
 	if seed != nil {
-		// Not "cached": a refusal on a seed is final, as on a record read
-		// (a later record would make the write lose its race instead).
-		return seed.Clone(), seed.Rev, false, nil
+		if sj := seed(); sj != nil {
+			// Not "cached": a refusal on a seed is final, as on a record
+			// read (a later record makes the write lose its race instead).
+			return sj, sj.Rev, false, nil
+		}
 	}
 	j, rev, err = s.store.Get(ctx, id)
 	if err == nil {
