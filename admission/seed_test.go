@@ -301,3 +301,48 @@ func TestBatchOfSeedsIsAllOrNothing(t *testing.T) {
 		t.Fatalf("a sixth job: %+v", got)
 	}
 }
+
+// A crash point of a job without a record: a claimer that took the ready
+// message and died before creating the record (here: a pull on the level
+// consumer that is never answered) leaves the job available, found by id;
+// the message comes back after the claim ack wait and the job runs once.
+func TestRecordlessJobSurvivesItsClaimer(t *testing.T) {
+	t.Parallel()
+	s := natstest.RunServer(t)
+	_, js := natstest.Connect(t, s)
+	b := setupCfg(t, js, admission.Config{ClaimAckWait: 2 * time.Second})
+	ctx := testCtx(t)
+	// A first job makes the level's consumer.
+	first := enqueue(t, b, `{"type":"c.t","args":[0],"queue":"claimcrash"}`)
+	if got := fetch1(t, b, "claimcrash"); got == nil || got.ID != first.ID {
+		t.Fatalf("first fetch: %+v", got)
+	}
+	ack(t, b, first.ID)
+	j := enqueue(t, b, `{"type":"c.t","args":[3],"queue":"claimcrash"}`)
+	cons, err := js.Consumer(ctx, topology.ReadyStream, topology.ReadyConsumer("claimcrash", j.Priority))
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch, err := cons.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for range batch.Messages() {
+		n++ // taken and dropped: the claimer died
+	}
+	if n != 1 {
+		t.Fatalf("the dying claimer got %d messages", n)
+	}
+	if got, err := b.svc.Get(ctx, j.ID); err != nil || got.State != ojs.StateAvailable {
+		t.Fatalf("GET while the message is out: %v %+v", err, got)
+	}
+	got := waitFetch(t, b, "claimcrash", 15*time.Second)
+	if got.ID != j.ID || got.Attempt != 1 {
+		t.Fatalf("after the claimer died: %+v", got)
+	}
+	ack(t, b, j.ID)
+	if got, err := b.svc.Get(ctx, j.ID); err != nil || got.State != ojs.StateCompleted {
+		t.Fatalf("after ack: %v %+v", err, got)
+	}
+}
