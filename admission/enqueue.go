@@ -16,7 +16,7 @@ func (s *Service) Enqueue(ctx context.Context, job *ojs.Job) (_ *ojs.Job, err er
 		return nil, err
 	}
 	j := s.initial(job)
-	clientID := job.ID != ""
+	clientID := job.ID != "" && !job.ServerID
 	if len(s.cfg.Hooks) > 0 {
 		existing, admitted, aerr := s.admit(ctx, []*ojs.Job{j})
 		if aerr != nil {
@@ -48,7 +48,17 @@ func (s *Service) Enqueue(ctx context.Context, job *ojs.Job) (_ *ojs.Job, err er
 	}
 	done := s.beginCreate(j.ID)
 	defer done()
-	undo, err := s.reserveDepth(ctx, []*ojs.Job{j}, func() error { return s.publishInitial(ctx, j, clientID) })
+	named := clientID
+	undo, err := s.reserveDepth(ctx, []*ojs.Job{j}, func() error {
+		err := s.publishInitial(ctx, j, named)
+		if err == nil {
+			// The id is held by this message (stale once the token
+			// changes, but stored): a message published again after a
+			// refused reservation (reserveDepth) needs no check.
+			named = false
+		}
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -187,7 +197,7 @@ func (s *Service) EnqueueBatch(ctx context.Context, jobs []*ojs.Job) (_ []*ojs.J
 			return nil, err
 		}
 		j := s.initial(job)
-		if job.ID != "" {
+		if job.ID != "" && !job.ServerID {
 			clientIDs[j.ID] = true
 		}
 		if k, dup := seen[j.ID]; dup {
@@ -236,7 +246,14 @@ func (s *Service) EnqueueBatch(ctx context.Context, jobs []*ojs.Job) (_ []*ojs.J
 		done := s.beginCreate(j.ID)
 		defer done()
 	}
-	undo, err := s.reserveDepth(ctx, create, func() error { return s.publishInitialBatch(ctx, create, clientIDs) })
+	checkIDs := clientIDs
+	undo, err := s.reserveDepth(ctx, create, func() error {
+		err := s.publishInitialBatch(ctx, create, checkIDs)
+		if err == nil {
+			checkIDs = nil // as in Enqueue: the ids are held by these messages
+		}
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -123,6 +123,10 @@ type Job struct {
 	// record, expecting Rev (0, or the deletion marker the enqueue met).
 	// Not stored.
 	Seed bool `json:"-"`
+	// ServerID marks an id ParseJob made because the request had none: a
+	// fresh UUIDv7 that no other job can hold, so an enqueue need not
+	// check it (jobstore.PublishSeed). Not stored.
+	ServerID bool `json:"-"`
 }
 
 // Internal is the server's bookkeeping on a job record.

@@ -190,7 +190,7 @@ func parseIdentity(j *Job, top, _ object) error {
 	}
 	c := top.cand("id")
 	if c.raw == nil {
-		j.ID = NewID()
+		j.ID, j.ServerID = NewID(), true
 		return nil
 	}
 	s, ok := stringValue(c.raw)
@@ -198,7 +198,7 @@ func parseIdentity(j *Job, top, _ object) error {
 		return wrongKind(c, idRule)
 	}
 	if s == "" {
-		j.ID = NewID()
+		j.ID, j.ServerID = NewID(), true
 		return nil
 	}
 	// ojs-core.md 5.1: a lowercase UUIDv7. An uppercase id is refused, not
