@@ -111,7 +111,7 @@ func (s *Store) PublishReadyBatch(ctx context.Context, jobs []*ojs.Job) error {
 	}
 	futures := make([]jetstream.PubAckFuture, 0, len(jobs))
 	for _, j := range jobs {
-		f, err := s.js.PublishMsgAsync(ReadyMsg(j))
+		f, err := s.publishReadyAsync(ctx, j)
 		if err != nil {
 			return fmt.Errorf("publish ready %s: %w", j.ID, Unavailable(err))
 		}
@@ -119,7 +119,8 @@ func (s *Store) PublishReadyBatch(ctx context.Context, jobs []*ojs.Job) error {
 	}
 	for _, f := range futures {
 		select {
-		case <-f.Ok():
+		case ack := <-f.Ok():
+			s.noteReady(f.Msg().Subject, ack)
 		case err := <-f.Err():
 			return fmt.Errorf("publish ready: %w", Unavailable(err))
 		case <-ctx.Done():

@@ -45,6 +45,7 @@ type Store struct {
 	// manyLevels holds the queues whose levels are looked up by stream
 	// info rather than a batched direct get (levels.go).
 	manyLevels sync.Map
+	levels     levelRegistry // registry.go
 }
 
 // New returns a Store over assets created by topology.Ensure.
@@ -158,7 +159,7 @@ func ReadyMsg(j *ojs.Job) *nats.Msg {
 // PublishReady publishes the ready message of j (carrying j's token) and
 // waits for JetStream to store it.
 func (s *Store) PublishReady(ctx context.Context, j *ojs.Job) error {
-	if _, err := s.js.PublishMsg(ctx, ReadyMsg(j)); err != nil {
+	if err := s.publishReady(ctx, j.Queue, j.Priority, ReadyMsg(j)); err != nil {
 		return fmt.Errorf("publish ready %s: %w", j.ID, Unavailable(err))
 	}
 	return nil
