@@ -2,7 +2,6 @@ package admission
 
 import (
 	"context"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,7 +32,8 @@ import (
 // Order stays exact. A pull moves on past a level only after that level's
 // own answer said it had no more: it gave fewer messages than asked (a
 // pull that delivers reads the stream and stops at its end), or none and
-// the stream confirms it (levels.go, afterLevelPull). A level that gave
+// no publish of this process there is still uncounted (levels.go,
+// afterLevelPull). A level that gave
 // all it was asked for may hold more: it is asked again before any
 // message of a later level is taken, and the messages of later levels
 // that are then not needed are put back (Nak; each consumer redelivers
@@ -319,29 +319,33 @@ func (m *trackedMsg) TermWithReason(reason string) error {
 	return m.Msg.TermWithReason(reason)
 }
 
-// The level snapshot of a queue with many levels.
+// The level counts of a queue with many levels.
 //
-// The full level lookup of a queue with many levels (a stream info with a
-// count per level) is the most expensive request of a fetch: 200-460 µs
-// over 56-256 levels here, against 60 µs for a direct get. So the levels
-// and counts of the last full lookup are kept with the stream's last
-// sequence at that lookup, and the next pulls ask only what arrived since:
-// one batched direct get of the queue's messages after that sequence
-// (jobstore.ReadyArrivals), whose levels join the snapshot. Messages only
-// leave a level by being handed out, and a message put back (Nak) keeps
-// its sequence, so the snapshot plus the arrivals lists every level that
-// holds a message a fetch may take: the pull stays exact. A listed level
-// that emptied meanwhile just answers empty. A snapshot serves snapUses
-// pulls or snapAge, whichever ends first, and is dropped when more than
-// maxArrivals messages arrived since; then a full lookup makes a new one.
-// Queues with aging order their levels by effective priority and always
-// use the full lookup.
+// Asking every registered level's consumer for its count costs a consumer
+// info per level: with hundreds of levels that is the heaviest part of a
+// fetch. So for a queue with more than maxInfoLevels registered levels
+// the counts of a lookup are kept (levelSnap) and reused by the next
+// pulls, for snapUses pulls or snapAge, whichever ends first; a queue
+// with aging orders its levels by their heads' age and always looks up.
+// A reused snapshot lists the levels it counted messages in, less what
+// this process took since, plus every level registered since the
+// snapshot and every level this process published to since it was last
+// handed one of that level's messages (ownPending, levels.go): so a job
+// enqueued through this process is seen by its next fetch, whatever the
+// snapshot says. A listed level that emptied meanwhile just answers
+// empty. What the snapshot does not see is a job enqueued through another
+// process at a level the snapshot counted empty: for snapAge at most, a
+// fetch here may hand out a job of a lower level before it.
 
-// levelSnap is a queue's levels and their counts as of sequence seq.
+// maxInfoLevels is the number of registered levels up to which a queue's
+// level counts are looked up for every pull.
+const maxInfoLevels = 16
+
+// levelSnap is a queue's level counts as of a lookup: counts holds every
+// level registered then, empty ones with 0, except those whose consumer
+// was missing (their count is unknown: they are always pulled).
 type levelSnap struct {
-	levels []int
 	counts map[int]uint64
-	seq    uint64
 	at     time.Time
 	uses   *atomic.Int32
 
@@ -393,28 +397,30 @@ func (l *levelSnap) took(msgs []jetstream.Msg) {
 }
 
 const (
-	snapUses    = 16
-	snapAge     = 50 * time.Millisecond
-	maxArrivals = 64
+	snapUses = 16
+	snapAge  = 5 * time.Millisecond
 )
 
-// noteSnap records the levels of a full lookup of a queue with many
-// levels.
-// The messages the pull that made the lookup takes are noted on it (took).
-func (s *Service) noteSnap(queue string, levels []int, counts *jobstore.LevelCounts) *levelSnap {
-	if _, aging := s.agingOf(queue); aging || counts == nil || counts.LastSeq == 0 {
+// noteSnap keeps the counts of a lookup of a queue with many registered
+// levels (reg). The messages the pull that made the lookup takes are
+// noted on it (took).
+func (s *Service) noteSnap(queue string, reg []int, counts map[int]uint64) *levelSnap {
+	if _, aging := s.agingOf(queue); aging || len(reg) <= maxInfoLevels {
 		s.levelSnaps.Delete(queue)
 		return nil
 	}
-	snap := &levelSnap{levels: levels, counts: counts.PerLevel, seq: counts.LastSeq, at: time.Now(), uses: new(atomic.Int32)}
+	snap := &levelSnap{counts: counts, at: time.Now(), uses: new(atomic.Int32)}
 	s.levelSnaps.Store(queue, snap)
 	return snap
 }
 
-// pullSnap pulls from a queue's level snapshot and what arrived since
-// (done: the pull is answered). A queue without a fresh snapshot is left
-// to the full lookup.
-func (s *Service) pullSnap(ctx context.Context, queue string, want int) ([]jetstream.Msg, bool, error) {
+// pullSnap pulls a queue with many levels by the counts of a recent
+// lookup (done: the pull is answered); reg are the queue's registered
+// levels. A queue without a fresh snapshot is left to the lookup.
+func (s *Service) pullSnap(ctx context.Context, queue string, reg []int, want int) ([]jetstream.Msg, bool, error) {
+	if len(reg) <= maxInfoLevels {
+		return nil, false, nil
+	}
 	v, ok := s.levelSnaps.Load(queue)
 	if !ok {
 		return nil, false, nil
@@ -424,30 +430,13 @@ func (s *Service) pullSnap(ctx context.Context, queue string, want int) ([]jetst
 		s.levelSnaps.CompareAndDelete(queue, v)
 		return nil, false, nil
 	}
-	arrived, _, complete, ok, err := s.store.ReadyArrivals(ctx, queue, snap.seq, maxArrivals)
-	if !ok || err != nil || !complete {
-		s.levelSnaps.CompareAndDelete(queue, v)
-		return nil, false, nil
-	}
-	levels, counts := snap.levels, s.expected(queue, snap)
-	if len(arrived) > 0 {
-		base := counts
-		counts = make(map[int]uint64, len(base)+len(arrived))
-		for p, n := range base {
-			counts[p] = n
+	counts := s.expected(queue, snap)
+	var levels []int
+	for _, p := range reg {
+		n, counted := counts[p]
+		if n > 0 || !counted || s.ownPending(queue, p) {
+			levels = append(levels, p)
 		}
-		for p, n := range arrived {
-			if _, listed := counts[p]; !listed {
-				levels = append(slices.Clip(levels), p)
-			}
-			counts[p] += n
-		}
-		slices.Sort(levels)
-		// Jobs are coming in: the levels they fill are emptied by the
-		// same pulls, which a snapshot does not see; levels that emptied
-		// but stay listed are asked in vain. The next pull makes a full
-		// lookup.
-		s.levelSnaps.CompareAndDelete(queue, v)
 	}
 	if len(levels) == 0 {
 		return nil, true, nil
