@@ -178,8 +178,8 @@ func (s *Service) claimAll(ctx context.Context, queue string, msgs []jetstream.M
 // A queue with one registered level is pulled directly. Otherwise the
 // consumers of its registered levels tell which levels hold messages and
 // how many (levels.go), or, for a queue with many levels, the counts of a
-// recent lookup do (levelpull.go); the levels are then pulled in waves
-// (pullLevels), in order.
+// recent lookup, made lazily, do (levelpull.go); the levels are then
+// pulled in waves (pullLevels), in order.
 func (s *Service) pull(ctx context.Context, queue string, want int) ([]jetstream.Msg, error) {
 	reg := s.store.Levels(queue)
 	switch len(reg) {
@@ -188,17 +188,14 @@ func (s *Service) pull(ctx context.Context, queue string, want int) ([]jetstream
 	case 1:
 		return s.fetchLevel(ctx, queue, reg[0], want)
 	}
-	if out, done, err := s.pullSnap(ctx, queue, reg, want); done { // levelpull.go
-		return out, err
+	if _, aging := s.agingOf(queue); !aging && len(reg) > maxInfoLevels {
+		return s.pullMany(ctx, queue, reg, want) // levelpull.go
 	}
 	levels, counts, err := s.fetchLevels(ctx, queue)
 	if err != nil || len(levels) == 0 {
 		return nil, err
 	}
-	snap := s.noteSnap(queue, reg, counts)
-	out, err := s.pullLevels(ctx, queue, levels, counts, want) // levelpull.go
-	snap.took(out)
-	return out, err
+	return s.pullLevels(ctx, queue, levels, counts, want) // levelpull.go
 }
 
 // fetchLevel pulls up to want ready messages of one level without waiting.

@@ -322,61 +322,62 @@ func (m *trackedMsg) TermWithReason(reason string) error {
 // The level counts of a queue with many levels.
 //
 // Asking every registered level's consumer for its count costs a consumer
-// info per level: with hundreds of levels that is the heaviest part of a
-// fetch. So for a queue with more than maxInfoLevels registered levels
-// the counts of a lookup are kept (levelSnap) and reused by the next
-// pulls, for snapUses pulls or snapAge, whichever ends first; a queue
-// with aging orders its levels by their heads' age and always looks up.
-// A reused snapshot lists the levels it counted messages in, less what
-// this process took since, plus every level registered since the
-// snapshot and every level this process published to since it was last
-// handed one of that level's messages (ownPending, levels.go): so a job
+// info per level: with hundreds of levels that would be the heaviest part
+// of every fetch. So a queue with more than maxInfoLevels registered
+// levels (and no aging, which orders levels by their heads' age and
+// always looks them all up) is looked up lazily and the counts are kept
+// for the next pulls (levelSnap): for snapUses pulls or snapAge,
+// whichever ends first. A pull walks the registered levels in order; the
+// levels the snapshot has not counted yet are asked when the walk reaches
+// them, infoChunk at once, and the walk stops once the levels walked are
+// expected to hold what the pull wants. Where the top levels hold a
+// backlog a pull thus asks a few dozen consumers, not hundreds, and the
+// pulls after it none. The counts are taken less what this process took
+// since (expected), and a level is pulled if it is counted above zero, if
+// its consumer is missing (levels.go), or if this process published there
+// since it was last handed one of its messages (ownPending): so a job
 // enqueued through this process is seen by its next fetch, whatever the
 // snapshot says. A listed level that emptied meanwhile just answers
-// empty. What the snapshot does not see is a job enqueued through another
-// process at a level the snapshot counted empty: for snapAge at most, a
-// fetch here may hand out a job of a lower level before it.
+// empty; a pull that gets nothing from the snapshot's levels drops it and
+// walks again with fresh counts. What a snapshot does not see is a job
+// enqueued through another process at a level it counted empty: for
+// snapAge at most, a fetch here may hand out a job of a lower level
+// before it.
 
-// maxInfoLevels is the number of registered levels up to which a queue's
-// level counts are looked up for every pull.
+// maxInfoLevels is the number of registered levels up to which all of a
+// queue's levels are looked up for every pull.
 const maxInfoLevels = 16
 
-// levelSnap is a queue's level counts as of a lookup: counts holds every
-// level registered then, empty ones with 0, except those whose consumer
-// was missing (their count is unknown: they are always pulled).
-type levelSnap struct {
-	counts map[int]uint64
-	at     time.Time
-	uses   *atomic.Int32
+// infoChunk is how many uncounted levels a pull of a queue with many
+// levels asks at once.
+const infoChunk = 32
 
+// levelSnap is a queue's level counts, looked up lazily.
+type levelSnap struct {
+	at   time.Time
+	uses *atomic.Int32
+
+	mu sync.Mutex
+	// infos holds the levels asked so far.
+	infos map[int]levelInfo
 	// taken counts the messages this process took from each level since
-	// the snapshot: they are not there for the next pull to expect.
-	mu    sync.Mutex
+	// it was asked: they are not there for the next pull to expect.
 	taken map[int]uint64
 }
 
-// expected returns the counts to size a pull's waves by: the snapshot's,
-// less what this process took since. pullLevels takes off what this
-// process holds of a level; the messages it holds that it took since the
-// snapshot are already off, so they are added back here (held counts
-// messages taken before the snapshot too, which the counts include).
-func (s *Service) expected(queue string, l *levelSnap) map[int]uint64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if len(l.taken) == 0 {
-		return l.counts
+// expectedLocked returns the count of level p to size a pull's waves by:
+// its consumer's, less what this process took since. pullLevels takes off
+// what this process holds of a level; the messages it holds that it took
+// since the lookup are already off, so they are added back here (held
+// counts messages taken before the lookup too, which the count includes).
+func (s *Service) expectedLocked(queue string, l *levelSnap, p int) uint64 {
+	n := l.infos[p].count
+	t := l.taken[p]
+	if t == 0 {
+		return n
 	}
-	out := make(map[int]uint64, len(l.counts))
-	for p, n := range l.counts {
-		t := l.taken[p]
-		if t == 0 {
-			out[p] = n
-			continue
-		}
-		held := uint64(s.held.count(topology.ReadyConsumer(queue, p), s.cfg.ClaimAckWait))
-		out[p] = n - min(n, t) + min(held, t)
-	}
-	return out
+	held := uint64(s.held.count(topology.ReadyConsumer(queue, p), s.cfg.ClaimAckWait))
+	return n - min(n, t) + min(held, t)
 }
 
 // took notes the messages of msgs as taken.
@@ -398,50 +399,96 @@ func (l *levelSnap) took(msgs []jetstream.Msg) {
 
 const (
 	snapUses = 16
-	snapAge  = 5 * time.Millisecond
+	snapAge  = 10 * time.Millisecond
 )
 
-// noteSnap keeps the counts of a lookup of a queue with many registered
-// levels (reg). The messages the pull that made the lookup takes are
-// noted on it (took).
-func (s *Service) noteSnap(queue string, reg []int, counts map[int]uint64) *levelSnap {
-	if _, aging := s.agingOf(queue); aging || len(reg) <= maxInfoLevels {
-		s.levelSnaps.Delete(queue)
-		return nil
+// snapshot returns the queue's fresh level snapshot, or a new empty one.
+func (s *Service) snapshot(queue string) *levelSnap {
+	if v, ok := s.levelSnaps.Load(queue); ok {
+		snap := v.(*levelSnap)
+		if snap.uses.Add(1) <= snapUses && time.Since(snap.at) <= s.snapAge {
+			return snap
+		}
+		s.levelSnaps.CompareAndDelete(queue, v)
 	}
-	snap := &levelSnap{counts: counts, at: time.Now(), uses: new(atomic.Int32)}
+	snap := &levelSnap{at: time.Now(), uses: new(atomic.Int32), infos: map[int]levelInfo{}}
+	snap.uses.Add(1)
 	s.levelSnaps.Store(queue, snap)
 	return snap
 }
 
-// pullSnap pulls a queue with many levels by the counts of a recent
-// lookup (done: the pull is answered); reg are the queue's registered
-// levels. A queue without a fresh snapshot is left to the lookup.
-func (s *Service) pullSnap(ctx context.Context, queue string, reg []int, want int) ([]jetstream.Msg, bool, error) {
-	if len(reg) <= maxInfoLevels {
-		return nil, false, nil
+// pullMany takes up to want ready messages of a queue with many
+// registered levels (reg, ascending), by the counts of its snapshot.
+func (s *Service) pullMany(ctx context.Context, queue string, reg []int, want int) ([]jetstream.Msg, error) {
+	for try := 0; ; try++ {
+		snap := s.snapshot(queue)
+		fresh := snap.uses.Load() == 1
+		levels, counts, err := s.walkLevels(ctx, queue, snap, reg, want)
+		if err != nil {
+			s.levelSnaps.CompareAndDelete(queue, snap)
+			return nil, err
+		}
+		if len(levels) == 0 && (fresh || try > 0) {
+			return nil, nil
+		}
+		out, err := s.pullLevels(ctx, queue, levels, counts, want)
+		snap.took(out)
+		if len(out) > 0 || err != nil || fresh || try > 0 {
+			return out, err
+		}
+		// The snapshot's levels are empty: others took their jobs.
+		s.levelSnaps.CompareAndDelete(queue, snap)
 	}
-	v, ok := s.levelSnaps.Load(queue)
-	if !ok {
-		return nil, false, nil
-	}
-	snap := v.(*levelSnap)
-	if snap.uses.Add(1) > snapUses || time.Since(snap.at) > s.snapAge {
-		s.levelSnaps.CompareAndDelete(queue, v)
-		return nil, false, nil
-	}
-	counts := s.expected(queue, snap)
+}
+
+// walkLevels lists the levels of reg a pull of want messages tries, in
+// order, with their expected counts, asking the consumers of the levels
+// snap has not counted yet as the walk reaches them.
+func (s *Service) walkLevels(ctx context.Context, queue string, snap *levelSnap, reg []int, want int) ([]int, map[int]uint64, error) {
 	var levels []int
-	for _, p := range reg {
-		n, counted := counts[p]
-		if n > 0 || !counted || s.ownPending(queue, p) {
-			levels = append(levels, p)
+	counts := map[int]uint64{}
+	expected := 0
+	for i := 0; i < len(reg) && expected < want; i++ {
+		p := reg[i]
+		snap.mu.Lock()
+		_, asked := snap.infos[p]
+		snap.mu.Unlock()
+		if !asked {
+			var ask []int
+			snap.mu.Lock()
+			for _, q := range reg[i:] {
+				if _, ok := snap.infos[q]; !ok {
+					ask = append(ask, q)
+					if len(ask) == infoChunk {
+						break
+					}
+				}
+			}
+			snap.mu.Unlock()
+			infos, err := s.levelInfos(ctx, queue, ask)
+			if err != nil {
+				return nil, nil, err
+			}
+			snap.mu.Lock()
+			for q, in := range infos {
+				snap.infos[q] = in
+				delete(snap.taken, q)
+			}
+			snap.mu.Unlock()
+		}
+		snap.mu.Lock()
+		in := snap.infos[p]
+		n := s.expectedLocked(queue, snap, p)
+		snap.mu.Unlock()
+		if n == 0 && !in.missing && !s.ownPending(queue, p) {
+			continue
+		}
+		levels = append(levels, p)
+		if !in.missing {
+			counts[p] = n
+			held := uint64(s.held.count(topology.ReadyConsumer(queue, p), s.cfg.ClaimAckWait))
+			expected += int(n - min(n, held))
 		}
 	}
-	if len(levels) == 0 {
-		return nil, true, nil
-	}
-	out, err := s.pullLevels(ctx, queue, levels, counts, want)
-	snap.took(out)
-	return out, true, err
+	return levels, counts, nil
 }
