@@ -325,24 +325,30 @@ func (m *trackedMsg) TermWithReason(reason string) error {
 // info per level: with hundreds of levels that would be the heaviest part
 // of every fetch. So a queue with more than maxInfoLevels registered
 // levels (and no aging, which orders levels by their heads' age and
-// always looks them all up) is looked up lazily and the counts are kept
-// for the next pulls (levelSnap): for snapUses pulls or snapAge,
-// whichever ends first. A pull walks the registered levels in order; the
-// levels the snapshot has not counted yet are asked when the walk reaches
-// them, infoChunk at once, and the walk stops once the levels walked are
-// expected to hold what the pull wants. Where the top levels hold a
-// backlog a pull thus asks a few dozen consumers, not hundreds, and the
-// pulls after it none. The counts are taken less what this process took
-// since (expected), and a level is pulled if it is counted above zero, if
-// its consumer is missing (levels.go), or if this process published there
-// since it was last handed one of its messages (ownPending): so a job
-// enqueued through this process is seen by its next fetch, whatever the
-// snapshot says. A listed level that emptied meanwhile just answers
-// empty; a pull that gets nothing from the snapshot's levels drops it and
-// walks again with fresh counts. What a snapshot does not see is a job
-// enqueued through another process at a level it counted empty: for
-// snapAge at most, a fetch here may hand out a job of a lower level
-// before it.
+// always looks them all up) takes the counts of all its levels from one
+// page of the ready stream's consumer list (listLevels, levels.go), and
+// keeps them for the next pulls (levelSnap): for snapUses pulls or
+// snapAge, whichever ends first. If the list fails, the levels are asked
+// one by one, lazily: a pull walks the registered levels in order, asks
+// the levels the snapshot has not counted yet infoChunk at a time as the
+// walk reaches them, and stops once the levels walked are expected to
+// hold what the pull wants. The counts are taken less what this process
+// took since (expected), and a level is pulled if it is counted above
+// zero, if its consumer is missing (levels.go), or if this process
+// published there since it was last handed one of its messages
+// (ownPending): so a job enqueued through this process is seen by its
+// next fetch, whatever the snapshot says. A listed level that emptied
+// meanwhile just answers empty; a pull that gets nothing from a reused
+// snapshot drops it and walks again with fresh counts. What a snapshot
+// does not see is a job enqueued through another process at a level it
+// counted empty: for snapAge at most, a fetch here may hand out a job of
+// a lower level before it.
+//
+// Measured with BenchmarkPriorityLevels (bench/, 5,000 jobs), 256 levels,
+// jobs/s: drain 2,634-4,522 and round trip 1,759-2,468 with the list,
+// against 954-1,082 and 638-951 asking 32 consumers at a time, and
+// 2,941-4,290 and 1,761-2,523 for the stream lookups this replaces (a
+// noisy 2-core VM: runs of one build differ by up to 2x).
 
 // maxInfoLevels is the number of registered levels up to which all of a
 // queue's levels are looked up for every pull.
@@ -356,6 +362,10 @@ const infoChunk = 32
 type levelSnap struct {
 	at   time.Time
 	uses *atomic.Int32
+
+	// listFrom is where the queue's consumers start in the stream's
+	// consumer list, as last found (listLevels).
+	listFrom atomic.Int64
 
 	mu sync.Mutex
 	// infos holds the levels asked so far.
@@ -404,14 +414,17 @@ const (
 
 // snapshot returns the queue's fresh level snapshot, or a new empty one.
 func (s *Service) snapshot(queue string) *levelSnap {
+	from := 0
 	if v, ok := s.levelSnaps.Load(queue); ok {
 		snap := v.(*levelSnap)
 		if snap.uses.Add(1) <= snapUses && time.Since(snap.at) <= s.snapAge {
 			return snap
 		}
+		from = int(snap.listFrom.Load())
 		s.levelSnaps.CompareAndDelete(queue, v)
 	}
 	snap := &levelSnap{at: time.Now(), uses: new(atomic.Int32), infos: map[int]levelInfo{}}
+	snap.listFrom.Store(int64(from))
 	snap.uses.Add(1)
 	s.levelSnaps.Store(queue, snap)
 	return snap
@@ -423,6 +436,16 @@ func (s *Service) pullMany(ctx context.Context, queue string, reg []int, want in
 	for try := 0; ; try++ {
 		snap := s.snapshot(queue)
 		fresh := snap.uses.Load() == 1
+		if fresh {
+			// All levels in one request; on failure they are asked
+			// one by one as the walk reaches them.
+			if infos, next, err := s.listLevels(ctx, queue, reg, int(snap.listFrom.Load())); err == nil {
+				snap.mu.Lock()
+				snap.infos = infos
+				snap.mu.Unlock()
+				snap.listFrom.Store(int64(next))
+			}
+		}
 		levels, counts, err := s.walkLevels(ctx, queue, snap, reg, want)
 		if err != nil {
 			s.levelSnaps.CompareAndDelete(queue, snap)

@@ -2,9 +2,11 @@ package admission
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -267,4 +269,123 @@ func (s *Service) recheckLevel(ctx context.Context, cons jetstream.Consumer, que
 		msgs = append(msgs, msg)
 	}
 	return msgs
+}
+
+// listLevels reads the infos of a queue's level consumers (reg: its
+// registered levels) from the stream's consumer list, a page of up to 256
+// consumer infos per request, sorted by name: a queue's consumers share
+// the prefix ready_<queue>_, so they come together. One request answers
+// for hundreds of levels, about four times cheaper than as many consumer
+// infos (measured here: 256 levels, 4.5-5.8 ms against 17-19 ms). The
+// page is asked from where the queue's consumers were last found (from,
+// 0 the first time), and asked again from earlier when it may have
+// started inside them. It returns the infos and the offset to start from
+// next time.
+func (s *Service) listLevels(ctx context.Context, queue string, reg []int, from int) (map[int]levelInfo, int, error) {
+	names := make(map[string]int, len(reg))
+	for _, p := range reg {
+		names[topology.ReadyConsumer(queue, p)] = p
+	}
+	prefix := topology.ReadyConsumer(queue, 0)
+	prefix = prefix[:strings.LastIndexByte(prefix, '_')+1]
+	out := make(map[int]levelInfo, len(reg))
+	offset, first, cont := from, -1, false
+	for range 8 {
+		page, err := s.consumerPage(ctx, offset)
+		if err != nil {
+			return nil, 0, err
+		}
+		if len(page.Consumers) == 0 {
+			if offset == 0 {
+				break
+			}
+			offset, first, cont = 0, -1, false // the list shrank below the guess
+			clear(out)
+			continue
+		}
+		if offset > 0 && !cont && page.Consumers[0].Name >= prefix {
+			// The page may start inside the queue's consumers.
+			offset = max(0, offset-listPage/2)
+			continue
+		}
+		past := false
+		for i, c := range page.Consumers {
+			if c.Name >= prefix && first < 0 {
+				first = offset + i
+			}
+			if !strings.HasPrefix(c.Name, prefix) {
+				past = past || c.Name > prefix
+				continue
+			}
+			p, ok := names[c.Name]
+			if !ok {
+				continue
+			}
+			if !slices.Equal(c.Config.FilterSubjects, topology.ReadyLevelFilters(queue, p)) {
+				continue // made by an earlier version: missing, so the pull updates it
+			}
+			out[p] = levelInfo{
+				count:     c.NumPending + c.NumAckPending,
+				pending:   c.NumPending,
+				delivered: c.Delivered.Stream,
+				ackFloor:  c.AckFloor.Stream,
+			}
+		}
+		offset += len(page.Consumers)
+		if past || offset >= page.Total {
+			break
+		}
+		cont = true
+	}
+	for _, p := range reg {
+		if _, ok := out[p]; !ok {
+			out[p] = levelInfo{missing: true}
+		}
+	}
+	return out, max(0, first-1), nil
+}
+
+// listPage is the most consumer infos nats-server puts in one page of a
+// consumer list.
+const listPage = 256
+
+// consumerPage is one page of $JS.API.CONSUMER.LIST, the fields read.
+type consumerPage struct {
+	Total     int `json:"total"`
+	Consumers []struct {
+		Name   string `json:"name"`
+		Config struct {
+			FilterSubjects []string `json:"filter_subjects"`
+		} `json:"config"`
+		Delivered struct {
+			Stream uint64 `json:"stream_seq"`
+		} `json:"delivered"`
+		AckFloor struct {
+			Stream uint64 `json:"stream_seq"`
+		} `json:"ack_floor"`
+		NumAckPending uint64 `json:"num_ack_pending"`
+		NumPending    uint64 `json:"num_pending"`
+	} `json:"consumers"`
+	Error *jetstream.APIError `json:"error"`
+}
+
+// consumerPage asks for the ready stream's consumer infos from offset on.
+func (s *Service) consumerPage(ctx context.Context, offset int) (*consumerPage, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+	}
+	m, err := s.nc.RequestWithContext(ctx, "$JS.API.CONSUMER.LIST."+topology.ReadyStream, fmt.Appendf(nil, `{"offset":%d}`, offset))
+	if err != nil {
+		return nil, fmt.Errorf("list ready consumers: %w", jobstore.Unavailable(err))
+	}
+	var page consumerPage
+	if err := json.Unmarshal(m.Data, &page); err != nil {
+		return nil, fmt.Errorf("list ready consumers: %w", err)
+	}
+	if page.Error != nil {
+		return nil, fmt.Errorf("list ready consumers: %w", page.Error)
+	}
+	return &page, nil
 }
