@@ -19,14 +19,15 @@ import (
 // It is decided at fetch time and writes nothing: no timers, no
 // republishing, and the stored priority never changes. A fetch from an
 // aging queue looks at the next undelivered ready message of every level
-// above MinPriority (the consumer's delivered sequence, then the next
-// message of the level's subject after it), takes its age from the
-// message's stream timestamp, and tries the levels in order of effective
-// priority, equal ones lowest stored priority first. Within a level the
-// order stays FIFO. One request finds the queue's oldest ready message;
-// while it is younger than one interval nothing ages and that is all.
-// Otherwise each level that could age at that age costs two requests per
-// pull, made in parallel. Queues without aging pay nothing.
+// above MinPriority (the next message of the level's subjects after its
+// consumer's delivered sequence, which the level lookup's consumer infos
+// tell), takes its age from the message's stream timestamp, and tries the
+// levels in order of effective priority, equal ones lowest stored
+// priority first. Within a level the order stays FIFO. One request bounds
+// the age of every level's head (ageLevels); while that bound is younger
+// than one interval nothing ages and that is all. Otherwise each level
+// that could age at that age costs one more request per pull, made in
+// parallel. Queues without aging pay nothing.
 //
 // The age is how long the job has been ready: since its enqueue, or since
 // it last became available (scheduled time reached, retry backoff over,
@@ -103,16 +104,24 @@ func (s *Service) fetchLevels(ctx context.Context, queue string) ([]int, map[int
 // start of the stream (a wildcard read there walks every job of every
 // queue): a level's head is its next undelivered message, so it comes
 // after the consumer's delivered sequence (infos). The message stored
-// first after the lowest of those sequences, whatever its subject (one
-// direct read by sequence, no subject to match), is no younger than any
-// level's head: while it is younger than one interval nothing ages, and a
+// first after the lowest of those sequences, whatever its subject (a
+// read of the next message on ">", which the server answers without
+// matching subjects), is no younger than any level's head: while it is younger than one interval nothing ages, and a
 // level that would not age even at its age is not looked up. Each other
 // level costs one read of its next message after its delivered sequence,
 // which stops at the level's head (the level has undelivered messages):
 // it walks only the messages stored between the level's last delivery
 // and its head. A level without a consumer (levels.go) is read from the
 // start of the stream, which the server answers from the level's own
-// subjects (as creating its consumer would). Measured with BenchmarkFetchAging (aging_bench_test.go).
+// subjects (as creating its consumer would). The alternative, taking the
+// head through the level consumer itself, would hand the message out and
+// put it back on every pull. Measured (go test -run '^$' -bench
+// FetchAging -benchtime 2000x ./admission, 10 levels, two runs each on a
+// noisy 2-core VM), µs per job before (the queue's oldest message by a
+// wildcard read from sequence 1, the heads after a consumer info each)
+// and after: no aging 543-1,201, now 438-581; aging, all jobs younger
+// than the interval 734-1,037, now 310-412; every level aging 851-1,336,
+// now 348-735.
 func (s *Service) ageLevels(ctx context.Context, queue string, levels []int, infos map[int]levelInfo, a ojs.Aging) []int {
 	now := s.now()
 	var from uint64

@@ -172,6 +172,34 @@ type heldReady struct {
 	// to hold; such a level expected to hold none counts as holding one
 	// for hotFor.
 	surprised map[string]time.Time
+	// naked holds when a message of a level was last put back (Nak).
+	naked map[string]time.Time
+}
+
+// putBackFor is how long after this process put a message of a level
+// back (Nak) an empty pull on that level waits for it (levels.go): the
+// server takes the Nak in asynchronously, and a pull that arrives first
+// finds nothing to redeliver yet.
+const putBackFor = 100 * time.Millisecond
+
+// putBack notes that a message of consumer's level was put back.
+func (h *heldReady) putBack(consumer string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.naked == nil {
+		h.naked = map[string]time.Time{}
+	}
+	h.naked[consumer] = time.Now()
+}
+
+// takePutBack reports, once, whether a message of consumer's level was
+// put back within putBackFor.
+func (h *heldReady) takePutBack(consumer string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	at, ok := h.naked[consumer]
+	delete(h.naked, consumer)
+	return ok && time.Since(at) <= putBackFor
 }
 
 // hotFor is how long a level that surprised a pull counts as holding one.
@@ -301,6 +329,7 @@ func (m *trackedMsg) DoubleAck(ctx context.Context) error {
 
 func (m *trackedMsg) Nak() error {
 	m.h.settle(m.consumer, m.seq)
+	m.h.putBack(m.consumer)
 	return m.Msg.Nak()
 }
 
@@ -328,18 +357,18 @@ func (m *trackedMsg) TermWithReason(reason string) error {
 // always looks them all up) takes the counts of all its levels from one
 // page of the ready stream's consumer list (listLevels, levels.go), and
 // keeps them for the next pulls (levelSnap): for snapUses pulls or
-// snapAge, whichever ends first. If the list fails, the levels are asked
-// one by one, lazily: a pull walks the registered levels in order, asks
-// the levels the snapshot has not counted yet infoChunk at a time as the
-// walk reaches them, and stops once the levels walked are expected to
-// hold what the pull wants. The counts are taken less what this process
+// snapAge, whichever ends first. A pull walks the registered levels in
+// order and stops once the levels walked held, undelivered, what it wants
+// (walkLevels). If the list fails, the levels are asked lazily: the walk
+// asks the levels the snapshot has not counted yet, infoChunk at a time,
+// as it reaches them. The counts are taken less what this process
 // took since (expected), and a level is pulled if it is counted above
 // zero, if its consumer is missing (levels.go), or if this process
 // published there since it was last handed one of its messages
 // (ownPending): so a job enqueued through this process is seen by its
 // next fetch, whatever the snapshot says. A listed level that emptied
-// meanwhile just answers empty; a pull that gets nothing from a reused
-// snapshot drops it and walks again with fresh counts. What a snapshot
+// meanwhile just answers empty; a pull that gets nothing drops the
+// snapshot and walks again with fresh counts (pullMany). What a snapshot
 // does not see is a job enqueued through another process at a level it
 // counted empty: for snapAge at most, a fetch here may hand out a job of
 // a lower level before it.
@@ -431,7 +460,9 @@ func (s *Service) snapshot(queue string) *levelSnap {
 }
 
 // pullMany takes up to want ready messages of a queue with many
-// registered levels (reg, ascending), by the counts of its snapshot.
+// registered levels (reg, ascending), by the counts of its snapshot. A
+// pull that gets nothing walks again with fresh counts, twice at most,
+// unless its counts were fresh and it walked every level.
 func (s *Service) pullMany(ctx context.Context, queue string, reg []int, want int) ([]jetstream.Msg, error) {
 	for try := 0; ; try++ {
 		snap := s.snapshot(queue)
@@ -446,32 +477,37 @@ func (s *Service) pullMany(ctx context.Context, queue string, reg []int, want in
 				snap.listFrom.Store(int64(next))
 			}
 		}
-		levels, counts, err := s.walkLevels(ctx, queue, snap, reg, want)
+		levels, counts, cut, err := s.walkLevels(ctx, queue, snap, reg, want)
 		if err != nil {
 			s.levelSnaps.CompareAndDelete(queue, snap)
 			return nil, err
 		}
-		if len(levels) == 0 && (fresh || try > 0) {
-			return nil, nil
-		}
 		out, err := s.pullLevels(ctx, queue, levels, counts, want)
 		snap.took(out)
-		if len(out) > 0 || err != nil || fresh || try > 0 {
+		if len(out) > 0 || err != nil || try == 2 || (fresh && !cut) {
 			return out, err
 		}
-		// The snapshot's levels are empty: others took their jobs.
+		// The levels walked are empty: others took their jobs, or the
+		// counts were of messages handed out. Fresh counts, further on.
 		s.levelSnaps.CompareAndDelete(queue, snap)
 	}
 }
 
 // walkLevels lists the levels of reg a pull of want messages tries, in
-// order, with their expected counts, asking the consumers of the levels
-// snap has not counted yet as the walk reaches them.
-func (s *Service) walkLevels(ctx context.Context, queue string, snap *levelSnap, reg []int, want int) ([]int, map[int]uint64, error) {
+// order, with their counts, asking the consumers of the levels snap has
+// not counted yet as the walk reaches them. The walk stops (cut) once the
+// levels walked held, undelivered, what the pull wants: messages handed
+// out (ack-pending) make a level worth a pull, since some may have been
+// put back, but are not expected, since most are held by their claims
+// or are being acknowledged.
+func (s *Service) walkLevels(ctx context.Context, queue string, snap *levelSnap, reg []int, want int) ([]int, map[int]uint64, bool, error) {
 	var levels []int
 	counts := map[int]uint64{}
 	expected := 0
-	for i := 0; i < len(reg) && expected < want; i++ {
+	for i := 0; i < len(reg); i++ {
+		if expected >= want {
+			return levels, counts, true, nil
+		}
 		p := reg[i]
 		snap.mu.Lock()
 		_, asked := snap.infos[p]
@@ -490,7 +526,7 @@ func (s *Service) walkLevels(ctx context.Context, queue string, snap *levelSnap,
 			snap.mu.Unlock()
 			infos, err := s.levelInfos(ctx, queue, ask)
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, false, err
 			}
 			snap.mu.Lock()
 			for q, in := range infos {
@@ -502,16 +538,20 @@ func (s *Service) walkLevels(ctx context.Context, queue string, snap *levelSnap,
 		snap.mu.Lock()
 		in := snap.infos[p]
 		n := s.expectedLocked(queue, snap, p)
+		avail := in.pending - min(in.pending, snap.taken[p])
 		snap.mu.Unlock()
 		if n == 0 && !in.missing && !s.ownPending(queue, p) {
 			continue
 		}
 		levels = append(levels, p)
-		if !in.missing {
-			counts[p] = n
-			held := uint64(s.held.count(topology.ReadyConsumer(queue, p), s.cfg.ClaimAckWait))
-			expected += int(n - min(n, held))
+		if in.missing {
+			// A guess to size the waves; the walk goes on, since only
+			// the level's answer can tell.
+			counts[p] = 1
+			continue
 		}
+		counts[p] = n
+		expected += int(avail)
 	}
-	return levels, counts, nil
+	return levels, counts, false, nil
 }

@@ -28,8 +28,9 @@ import (
 // flat in the number of jobs. A level whose pending count is 0 but whose
 // ack-pending count is not may hold messages put back (Nak), so it is
 // pulled too. A queue with one registered level is pulled directly,
-// without asking. Queues with many levels reuse the counts for a few
-// milliseconds (levelpull.go).
+// without asking. A queue with more than 16 levels reads all its levels'
+// counts from one page of the stream's consumer list (listLevels) and
+// reuses them for 10 ms (levelpull.go).
 //
 // A no-wait pull on a level consumer is answered from the consumer's
 // count of pending messages, and nats-server updates that count
@@ -45,7 +46,9 @@ import (
 // back empty and the consumer's delivered sequence is still below that
 // publish, one pull waits for it (recheckWait at most), and the publish
 // then counts as seen: each publish costs at most one wait, and the wait
-// ends as soon as the server delivers. Publishes of other processes reach
+// ends as soon as the server delivers. A message this process put back
+// (Nak) is waited for the same way: the server takes the Nak in
+// asynchronously, after a pull that follows it now and then. Publishes of other processes reach
 // this process's fetches only after a round trip through their client
 // (the 201 of the enqueue, then the fetch), longer than the lag.
 
@@ -184,7 +187,7 @@ func consumerErr(queue string, prio int, err error) error {
 
 // levels lists the levels of a queue that may hold messages a fetch can
 // take, ascending, with each registered level's count (pending plus
-// ack-pending; none for a level whose consumer is missing) and consumer
+// ack-pending; 1 for a level whose consumer is missing) and consumer
 // info: the registered levels whose count is above zero or whose
 // consumer is missing, and those this process published to since it was
 // last handed one of their messages (ownPending).
@@ -201,8 +204,9 @@ func (s *Service) levels(ctx context.Context, queue string) ([]int, map[int]uint
 	counts := make(map[int]uint64, len(reg))
 	for _, p := range reg {
 		in := infos[p]
-		if !in.missing {
-			counts[p] = in.count
+		counts[p] = in.count
+		if in.missing {
+			counts[p] = 1 // a guess, to size the pull's waves
 		}
 		if in.count > 0 || in.missing || s.ownPending(queue, p) {
 			levels = append(levels, p)
@@ -223,13 +227,15 @@ func (s *Service) afterLevelPull(ctx context.Context, cons jetstream.Consumer, q
 	last := seen
 	recheck := false
 	if len(msgs) == 0 {
-		if pub := s.store.PublishedSeq(queue, prio); pub > seen {
+		pub := s.store.PublishedSeq(queue, prio)
+		putBack := s.held.takePutBack(name) // levelpull.go
+		if pub > seen || putBack {
 			recheck = true
-			msgs = s.recheckLevel(ctx, cons, queue, prio, pub)
+			msgs = s.recheckLevel(ctx, cons, queue, prio, pub, putBack)
 			if len(msgs) == 0 {
 				// Waited for, or delivered already: it is not waited
 				// for again.
-				last = pub
+				last = max(seen, pub)
 			}
 		}
 	}
@@ -247,18 +253,20 @@ func (s *Service) afterLevelPull(ctx context.Context, cons jetstream.Consumer, q
 
 // recheckLevel pulls one message from a level whose no-wait pull came back
 // empty although this process published a message there (sequence pub)
-// after the last one it was handed: unless the consumer has delivered
-// past pub already (to another fetch), with a pull that waits
-// recheckWait at most.
-func (s *Service) recheckLevel(ctx context.Context, cons jetstream.Consumer, queue string, prio int, pub uint64) []jetstream.Msg {
-	info, err := cons.Info(ctx)
-	if err != nil {
-		// Removed while idle: the next fetch creates it again.
-		s.consumers.Delete(topology.ReadyConsumer(queue, prio))
-		return nil
-	}
-	if info.Delivered.Stream >= pub {
-		return nil
+// after the last one it was handed, or put one back (Nak) a moment ago:
+// with a pull that waits recheckWait at most, unless the consumer has
+// delivered past pub already (to another fetch) and nothing was put back.
+func (s *Service) recheckLevel(ctx context.Context, cons jetstream.Consumer, queue string, prio int, pub uint64, putBack bool) []jetstream.Msg {
+	if !putBack {
+		info, err := cons.Info(ctx)
+		if err != nil {
+			// Removed while idle: the next fetch creates it again.
+			s.consumers.Delete(topology.ReadyConsumer(queue, prio))
+			return nil
+		}
+		if info.Delivered.Stream >= pub {
+			return nil
+		}
 	}
 	batch, err := cons.Fetch(1, jetstream.FetchMaxWait(recheckWait))
 	if err != nil {
