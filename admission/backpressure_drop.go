@@ -22,8 +22,11 @@ const maxDropScan = 64
 // the next message of the level's subjects after a sequence, which stops
 // at the first match; the levels come from the registry and their
 // consumers' counts (levels.go): a level is read only if it holds
-// messages, or this process published there since it was last handed one. Nothing matches the queue's subjects from the start of the
-// stream (a wildcard read there walks every ready job's subject).
+// messages, or this process published there since it was last handed one.
+// A level without a consumer is read from the start of the stream, which
+// the server answers from the level's own subjects (as creating the
+// consumer would). Nothing matches the queue's subjects from the start of
+// the stream (a wildcard read there walks every ready job's subject).
 
 // dropOldest discards up to n available jobs of a queue to make room: the
 // oldest of the lowest priority (highest number) first (ojs-backpressure
