@@ -116,12 +116,12 @@ func (s *Service) fetchLevels(ctx context.Context, queue string) ([]int, map[int
 // subjects (as creating its consumer would). The alternative, taking the
 // head through the level consumer itself, would hand the message out and
 // put it back on every pull. Measured (go test -run '^$' -bench
-// FetchAging -benchtime 2000x ./admission, 10 levels, two runs each on a
-// noisy 2-core VM), µs per job before (the queue's oldest message by a
+// FetchAging -benchtime 2000x ./admission, 10 levels, two quiet runs each
+// on the 2-core VM), µs per job before (the queue's oldest message by a
 // wildcard read from sequence 1, the heads after a consumer info each)
-// and after: no aging 543-1,201, now 438-581; aging, all jobs younger
-// than the interval 734-1,037, now 310-412; every level aging 851-1,336,
-// now 348-735.
+// and after: no aging 346-351, now 252-274; aging, all jobs younger than
+// the interval 591-613, now 256-265; every level aging 567-654, now
+// 271-278 (allocations per job 1,670-2,366, now 463-514).
 func (s *Service) ageLevels(ctx context.Context, queue string, levels []int, infos map[int]levelInfo, a ojs.Aging) []int {
 	now := s.now()
 	var from uint64

@@ -373,11 +373,11 @@ func (m *trackedMsg) TermWithReason(reason string) error {
 // counted empty: for snapAge at most, a fetch here may hand out a job of
 // a lower level before it.
 //
-// Measured with BenchmarkPriorityLevels (bench/, 5,000 jobs), 256 levels,
-// jobs/s: drain 2,634-4,522 and round trip 1,759-2,468 with the list,
-// against 954-1,082 and 638-951 asking 32 consumers at a time, and
-// 2,941-4,290 and 1,761-2,523 for the stream lookups this replaces (a
-// noisy 2-core VM: runs of one build differ by up to 2x).
+// Measured with BenchmarkPriorityLevels (bench/, 5,000 jobs, three quiet
+// runs), 256 levels, jobs/s: drain 4.8-5.1k and round trip 2.9-3.0k,
+// against 4.3-4.7k and 3.1-3.2k for the stream lookups this replaces;
+// asking 32 consumers at a time instead of the list, about half that
+// (drain 1.0-2.0k, round trip 0.6-1.0k, noisier runs).
 
 // maxInfoLevels is the number of registered levels up to which all of a
 // queue's levels are looked up for every pull.

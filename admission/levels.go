@@ -226,9 +226,11 @@ func (s *Service) afterLevelPull(ctx context.Context, cons jetstream.Consumer, q
 	}
 	last := seen
 	recheck := false
+	// A put-back message is redelivered before any other: a pull that
+	// gets messages got it, an empty one may have come before the Nak.
+	putBack := s.held.takePutBack(name) // levelpull.go
 	if len(msgs) == 0 {
 		pub := s.store.PublishedSeq(queue, prio)
-		putBack := s.held.takePutBack(name) // levelpull.go
 		if pub > seen || putBack {
 			recheck = true
 			msgs = s.recheckLevel(ctx, cons, queue, prio, pub, putBack)

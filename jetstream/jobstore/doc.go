@@ -213,11 +213,11 @@
 //     drop_oldest a level from its consumer's ack floor: reads that stop
 //     at the first match. Measured (go test -run '^$' -bench
 //     PriorityLevels -benchtime 1x -bench.jobs 5000 ./bench, 2-core VM,
-//     noisy: runs of one build differ by up to 2x), jobs/s before and
-//     after: draining 1 level 4.2-4.9k, now 6.5-9.4k; 10 levels 3.6-4.5k,
-//     now 4.0-5.9k; 256 levels 2.9-4.3k, now 2.6-4.5k. Round trip 1 level
-//     2.8-5.4k, now 4.1-6.4k; 10 levels 1.7-1.9k, now 2.6-4.7k; 256
-//     levels 1.8-2.5k, now 1.8-2.5k. The windows: a level used for the first time is seen by other
+//     three quiet runs each, interleaved), jobs/s before and after:
+//     draining 1 level 5.2-5.4k, now 9.2-9.8k; 10 levels 4.8-5.3k, now
+//     6.1-6.4k; 256 levels 4.3-4.7k, now 4.8-5.1k. Round trip 1 level
+//     4.2-5.8k, now 6.3-6.5k; 10 levels 2.1-3.1k, now 4.7-4.9k; 256
+//     levels 3.1-3.2k, now 2.9-3.0k. The windows: a level used for the first time is seen by other
 //     processes when their watch delivers the record (milliseconds), and
 //     a queue with more than 16 levels sees a job that another process
 //     enqueued at a level its reused counts show empty after 10 ms at
