@@ -178,9 +178,33 @@ func (s *Service) claimAll(ctx context.Context, queue string, msgs []jetstream.M
 // A queue with one registered level is pulled directly. Otherwise the
 // consumers of its registered levels tell which levels hold messages and
 // how many (levels.go), or, for a queue with many levels, the counts of a
-// recent lookup, made lazily, do (levelpull.go); the levels are then
-// pulled in waves (pullLevels), in order.
+// recent lookup do (levelpull.go); the levels are then pulled in waves
+// (pullLevels), in order. A pull that finds nothing reads the queue's
+// record once, for levels registered by other processes that this one's
+// watch has not delivered yet.
 func (s *Service) pull(ctx context.Context, queue string, want int) ([]jetstream.Msg, error) {
+	known := len(s.store.Levels(queue))
+	out, err := s.pullKnown(ctx, queue, want)
+	if len(out) > 0 || err != nil || !s.learnLevels(ctx, queue, known) {
+		return out, err
+	}
+	return s.pullKnown(ctx, queue, want)
+}
+
+// learnLevels reads a queue's record when its known levels gave nothing:
+// a level registered by another process reaches this one through the
+// queue watch, a moment after the job that registered it may have been
+// enqueued. It reports whether more than the known levels the pull asked
+// are known now (from the record, or the watch meanwhile).
+func (s *Service) learnLevels(ctx context.Context, queue string, known int) bool {
+	if rec, err := s.store.GetQueue(ctx, queue); err == nil {
+		s.queues.put(rec) // notes its levels
+	}
+	return len(s.store.Levels(queue)) > known
+}
+
+// pullKnown is pull over the levels of the queue known here.
+func (s *Service) pullKnown(ctx context.Context, queue string, want int) ([]jetstream.Msg, error) {
 	reg := s.store.Levels(queue)
 	switch len(reg) {
 	case 0:

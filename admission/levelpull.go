@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetgate/jetgate/jetstream/jobstore"
@@ -89,12 +90,12 @@ func (s *Service) pullLevels(ctx context.Context, queue string, levels []int, co
 		s.askWave(ctx, queue, wave)
 		for i, a := range wave {
 			if a.err != nil && len(a.msgs) == 0 {
-				putBack(wave[i+1:])
+				s.putBackWave(wave[i+1:])
 				return out, a.err
 			}
 			out = s.takeLevel(ctx, queue, a, out, want)
 			if a.err != nil {
-				putBack(wave[i+1:])
+				s.putBackWave(wave[i+1:])
 				return out, a.err
 			}
 		}
@@ -129,7 +130,7 @@ func (s *Service) takeLevel(ctx context.Context, queue string, a *levelAsk, out 
 	for {
 		n := min(len(msgs), want-len(out))
 		out = append(out, msgs[:n]...)
-		nak(msgs[n:])
+		s.putBack(msgs[n:])
 		if len(out) == want || a.err != nil || len(msgs) == 0 || (len(msgs) < ask && !rechecked(msgs)) {
 			return out
 		}
@@ -145,18 +146,58 @@ func rechecked(msgs []jetstream.Msg) bool {
 	return ok && t.rechecked
 }
 
-// putBack returns the messages of levels not taken.
-func putBack(wave []*levelAsk) {
+// putBackWave returns the messages of levels not taken.
+func (s *Service) putBackWave(wave []*levelAsk) {
+	var msgs []jetstream.Msg
 	for _, a := range wave {
-		nak(a.msgs)
+		msgs = append(msgs, a.msgs...)
+	}
+	s.putBack(msgs)
+}
+
+// putBack returns messages not taken (Nak) and waits until the server
+// has taken the Naks in: a pull that reached it first would be handed the
+// level's later messages before these (FIFO within a level, PRI-003).
+// The server answers an ack that asks for a reply once it processed it.
+func (s *Service) putBack(msgs []jetstream.Msg) {
+	if len(msgs) == 0 {
+		return
+	}
+	for _, m := range msgs {
+		if t, ok := m.(*trackedMsg); ok {
+			t.h.settle(t.consumer, t.seq)
+		}
+	}
+	// In order on one connection: each consumer redelivers its put-back
+	// messages in the order it took the Naks in.
+	inbox := s.nc.NewInbox()
+	replies := make(chan *nats.Msg, len(msgs))
+	sub, err := s.nc.ChanSubscribe(inbox, replies)
+	if err != nil {
+		for _, m := range msgs {
+			_ = m.Nak()
+		}
+		return
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	for _, m := range msgs {
+		if err := s.nc.PublishRequest(m.Reply(), inbox, []byte("-NAK")); err != nil {
+			return
+		}
+	}
+	timeout := time.NewTimer(putBackWait)
+	defer timeout.Stop()
+	for range msgs {
+		select {
+		case <-replies:
+		case <-timeout.C:
+			return
+		}
 	}
 }
 
-func nak(msgs []jetstream.Msg) {
-	for _, m := range msgs {
-		_ = m.Nak()
-	}
-}
+// putBackWait bounds the wait for the server's answer to a Nak.
+const putBackWait = 2 * time.Second
 
 // heldReady tracks the ready messages this process was handed and has not
 // settled yet, per level consumer, by stream sequence. It is only an

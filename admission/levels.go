@@ -47,8 +47,10 @@ import (
 // publish, one pull waits for it (recheckWait at most), and the publish
 // then counts as seen: each publish costs at most one wait, and the wait
 // ends as soon as the server delivers. A message this process put back
-// (Nak) is waited for the same way: the server takes the Nak in
-// asynchronously, after a pull that follows it now and then. Publishes of other processes reach
+// with a plain Nak (a failed claim) is waited for the same way: the
+// server takes the Nak in asynchronously, and a pull can come first.
+// (The messages a pull puts back in levelpull.go wait for the server's
+// answer to their Naks instead.) Publishes of other processes reach
 // this process's fetches only after a round trip through their client
 // (the 201 of the enqueue, then the fetch), longer than the lag.
 
