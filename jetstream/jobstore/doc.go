@@ -217,13 +217,15 @@
 //     draining 1 level 5.2-5.4k, now 9.2-9.8k; 10 levels 4.8-5.3k, now
 //     6.1-6.4k; 256 levels 4.3-4.7k, now 4.8-5.1k. Round trip 1 level
 //     4.2-5.8k, now 6.3-6.5k; 10 levels 2.1-3.1k, now 4.7-4.9k; 256
-//     levels 3.1-3.2k, now 2.9-3.0k. The windows: a level used for the first time is seen by other
-//     processes when their watch delivers the record (milliseconds), and
-//     a queue with more than 16 levels sees a job that another process
-//     enqueued at a level its reused counts show empty after 10 ms at
-//     most; a job enqueued through the same process is always seen. An
-//     older process that rewrites a queue record (pause, aging) drops
-//     its levels; processes that knew them keep them.
+//     levels 3.1-3.2k, now 2.9-3.0k. The windows: a level used for the
+//     first time is seen by other processes when their watch delivers the
+//     record (milliseconds), or at once by a fetch that finds nothing at
+//     the levels it knows (it reads the record then), and a queue with
+//     more than 16 levels sees a job that another process enqueued at a
+//     level its reused counts show empty after 10 ms at most; a job
+//     enqueued through the same process is always seen. An older process
+//     that rewrites a queue record (pause, aging) drops its levels;
+//     processes that knew them keep them.
 //   - No recheck against the stream (built). A consumer's pending count is
 //     updated asynchronously after a publish (admission/levels.go), and
 //     an empty no-wait pull used to be confirmed by reading the level's
