@@ -16,6 +16,18 @@ import (
 // maxDropScan bounds the ready messages looked at per level in one drop.
 const maxDropScan = 64
 
+// A level's messages are read from its consumer's ack floor on: every
+// message of the level up to it is acknowledged, so gone from the
+// work-queue stream, and the oldest one left comes after it. Each read is
+// the next message of the level's subjects after a sequence, which stops
+// at the first match; the levels come from the registry and their
+// consumers' counts (levels.go): a level is read only if it holds
+// messages, or this process published there since it was last handed one.
+// A level without a consumer is read from the start of the stream, which
+// the server answers from the level's own subjects (as creating the
+// consumer would). Nothing matches the queue's subjects from the start of
+// the stream (a wildcard read there walks every ready job's subject).
+
 // dropOldest discards up to n available jobs of a queue to make room: the
 // oldest of the lowest priority (highest number) first (ojs-backpressure
 // 5.3 and the .txt's "lower-priority jobs are dropped first"). Only
@@ -23,14 +35,14 @@ const maxDropScan = 64
 // It returns how many were dropped; their units are released before it
 // returns.
 func (s *Service) dropOldest(ctx context.Context, q *bpQueue, n int) (int, error) {
-	levels, _, err := s.levels(ctx, q.name)
+	levels, _, infos, err := s.levels(ctx, q.name)
 	if err != nil {
 		return 0, err
 	}
 	dropped := 0
 	for i := len(levels) - 1; i >= 0 && dropped < n; i-- {
 		subj := topology.ReadyLevelFilter(q.name, levels[i])
-		var seq uint64 = 1
+		seq := infos[levels[i]].ackFloor + 1
 		for range maxDropScan {
 			if dropped == n {
 				break

@@ -174,87 +174,52 @@ func (s *Service) claimAll(ctx context.Context, queue string, msgs []jetstream.M
 }
 
 // pull takes up to want ready messages of a queue, lowest priority level
-// first (lowest effective level first in a queue with aging, aging.go):
-// one request (jobstore.ReadyLevels) tells which levels hold messages, then
-// each level's consumer is asked without waiting. A queue with many levels
-// holding messages gets each level's count from the lookup too; its levels
-// are asked several at once (levelpull.go).
-//
-// The first level's pull does not wait for the lookup: it goes out at the
-// same time, on the level that came first in the queue's previous lookup
-// (a guess; none after a lookup found the queue empty). Its messages are
-// kept only if the lookup puts that level first, which is exactly the
-// pull the lookup would have led to; otherwise they are put back and the
-// levels are pulled in the lookup's order. So the order is the lookup's,
-// as before, and a queue whose first level stays the same (one priority,
-// or a backlog at the top one) saves a round trip on every pull. A queue
-// with many levels is not guessed: its first level changes too often.
+// first (lowest effective level first in a queue with aging, aging.go).
+// A queue with one registered level is pulled directly. Otherwise the
+// consumers of its registered levels tell which levels hold messages and
+// how many (levels.go), or, for a queue with many levels, the counts of a
+// recent lookup do (levelpull.go); the levels are then pulled in waves
+// (pullLevels), in order. A pull that finds nothing reads the queue's
+// record once, for levels registered by other processes that this one's
+// watch has not delivered yet.
 func (s *Service) pull(ctx context.Context, queue string, want int) ([]jetstream.Msg, error) {
-	if out, done, err := s.pullSnap(ctx, queue, want); done { // levelpull.go
+	known := len(s.store.Levels(queue))
+	out, err := s.pullKnown(ctx, queue, want)
+	if len(out) > 0 || err != nil || !s.learnLevels(ctx, queue, known) {
 		return out, err
 	}
-	var spec chan levelPull
-	guess, guessed := s.firstLevel.Load(queue)
-	if guessed {
-		spec = make(chan levelPull, 1)
-		go func() { spec <- s.pullLevel(ctx, queue, guess.(int), want) }()
+	return s.pullKnown(ctx, queue, want)
+}
+
+// learnLevels reads a queue's record when its known levels gave nothing:
+// a level registered by another process reaches this one through the
+// queue watch, a moment after the job that registered it may have been
+// enqueued. It reports whether more than the known levels the pull asked
+// are known now (from the record, or the watch meanwhile).
+func (s *Service) learnLevels(ctx context.Context, queue string, known int) bool {
+	if rec, err := s.store.GetQueue(ctx, queue); err == nil {
+		s.queues.put(rec) // notes its levels
+	}
+	return len(s.store.Levels(queue)) > known
+}
+
+// pullKnown is pull over the levels of the queue known here.
+func (s *Service) pullKnown(ctx context.Context, queue string, want int) ([]jetstream.Msg, error) {
+	reg := s.store.Levels(queue)
+	switch len(reg) {
+	case 0:
+		return nil, nil
+	case 1:
+		return s.fetchLevel(ctx, queue, reg[0], want)
+	}
+	if _, aging := s.agingOf(queue); !aging && len(reg) > maxInfoLevels {
+		return s.pullMany(ctx, queue, reg, want) // levelpull.go
 	}
 	levels, counts, err := s.fetchLevels(ctx, queue)
-	var early levelPull
-	if guessed {
-		early = <-spec
-	}
-	if err == nil && len(levels) > 0 && counts == nil {
-		s.firstLevel.Store(queue, levels[0])
-	} else {
-		s.firstLevel.Delete(queue)
-	}
-	if guessed && (err != nil || len(levels) == 0 || levels[0] != guess.(int) || counts != nil) {
-		// Not the pull the lookup leads to: the messages go back.
-		for _, m := range early.msgs {
-			_ = m.Nak()
-		}
-		guessed = false
-	}
 	if err != nil || len(levels) == 0 {
 		return nil, err
 	}
-	if counts != nil {
-		snap := s.noteSnap(queue, levels, counts)
-		out, err := s.pullLevels(ctx, queue, levels, counts.PerLevel, want) // levelpull.go
-		snap.took(out)
-		return out, err
-	}
-	s.levelSnaps.Delete(queue)
-	var out []jetstream.Msg
-	for i, p := range levels {
-		if len(out) == want {
-			break
-		}
-		var msgs []jetstream.Msg
-		var err error
-		if i == 0 && guessed && early.err == nil {
-			msgs = early.msgs
-			if early.complete {
-				msgs = s.afterLevelPull(ctx, early.cons, queue, p, msgs) // levels.go
-			}
-		} else {
-			msgs, err = s.fetchLevel(ctx, queue, p, want-len(out))
-		}
-		out = append(out, msgs...)
-		if err != nil {
-			return out, err
-		}
-	}
-	return out, nil
-}
-
-// levels lists the priority levels of a queue that hold ready messages,
-// lowest value first. One request answers it exactly (jobstore.ReadyLevels);
-// for a queue with many levels it counts each level's ready messages too,
-// handed out or not (otherwise counts is nil).
-func (s *Service) levels(ctx context.Context, queue string) ([]int, *jobstore.LevelCounts, error) {
-	return s.store.ReadyLevels(ctx, queue)
+	return s.pullLevels(ctx, queue, levels, counts, want) // levelpull.go
 }
 
 // fetchLevel pulls up to want ready messages of one level without waiting.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jetgate/jetgate/admission"
 	"github.com/jetgate/jetgate/admission/ojs"
+	"github.com/jetgate/jetgate/jetstream/jobstore"
 	"github.com/jetgate/jetgate/jetstream/natstest"
 	"github.com/jetgate/jetgate/jetstream/topology"
 )
@@ -231,5 +232,92 @@ func TestFetchSeesJobsArrivedSinceLevelSnapshot_PRI003(t *testing.T) {
 	}
 	if j := fetch1(t, b, "snap"); j != nil {
 		t.Fatalf("after every job: %+v", j)
+	}
+}
+
+// PRI-003 across processes with the level registry (levels.go): a level
+// first used through process A is registered in the queue's record, and
+// process B, which never published there, learns it from its watch of
+// the record and pulls it in priority order ahead of B's own levels.
+func TestLevelFirstUsedByOtherProcessFetchedInOrder_PRI003(t *testing.T) {
+	t.Parallel()
+	s := natstest.RunServer(t)
+	_, jsA := natstest.Connect(t, s)
+	_, jsB := natstest.Connect(t, s)
+	a := setupCfg(t, jsA, admission.Config{})
+	b := setupCfg(t, jsB, admission.Config{})
+	ctx := testCtx(t)
+	low := enqueue(t, b, `{"type":"r.t","args":["low"],"queue":"regq","priority":7}`)
+	mid := enqueue(t, b, `{"type":"r.t","args":["mid"],"queue":"regq","priority":4}`)
+	high := enqueue(t, a, `{"type":"r.t","args":["high"],"queue":"regq","priority":1}`)
+	// The only window: B sees level 1 once its watch delivers the record.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		levels, err := b.svc.FetchLevels(ctx, "regq")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(levels) > 0 && levels[0] == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("process B never learned level 1: levels %v", levels)
+		}
+	}
+	for _, want := range []*ojs.Job{high, mid, low} {
+		if got := fetch1(t, b, "regq"); got == nil || got.ID != want.ID {
+			t.Fatalf("process B fetched %v, want %s (priority %d)", got, want.ID, want.Priority)
+		}
+	}
+	if got := fetch1(t, b, "regq"); got != nil {
+		t.Fatalf("after every job: %s", got.ID)
+	}
+}
+
+// Upgrade (jetstream/jobstore/doc.go): a ready message of the layout
+// before per-job subjects, on ojs.ready.<queue>.<priority>, was published
+// without registering its level. A Service that starts registers the
+// levels holding such messages, so the job is fetched (PRI-003: it is
+// not left behind).
+func TestLegacyReadyMessageFetchedAfterStart(t *testing.T) {
+	t.Parallel()
+	s := natstest.RunServer(t)
+	_, jsA := natstest.Connect(t, s)
+	_, jsB := natstest.Connect(t, s)
+	a := setupCfg(t, jsA, admission.Config{})
+	ctx := testCtx(t)
+	j := enqueue(t, a, `{"type":"l.t","args":[],"queue":"legacyq","priority":2}`)
+	// The old layout wrote the record at enqueue.
+	if _, err := a.svc.Store().Create(ctx, j); err != nil {
+		t.Fatal(err)
+	}
+	ready, err := jsA.Stream(ctx, topology.ReadyStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The job's ready message moves to the old layout's level subject.
+	m, err := ready.GetLastMsgForSubject(ctx, topology.ReadySubject("legacyq", 2, j.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ready.DeleteMsg(ctx, m.Sequence); err != nil {
+		t.Fatal(err)
+	}
+	legacy := jobstore.ReadyMsg(j)
+	legacy.Subject = topology.ReadyLegacySubject("legacyq", 2)
+	legacy.Header.Del(jetstream.MsgIDHeader) // or the stream drops it as a duplicate
+	if _, err := jsA.PublishMsg(ctx, legacy); err != nil {
+		t.Fatal(err)
+	}
+	// And the queue's record as the old layout left it: no levels.
+	kv, err := jsA.KeyValue(ctx, topology.QueuesBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(ctx, topology.Token("legacyq"), []byte(`{"name":"legacyq","status":"active"}`)); err != nil {
+		t.Fatal(err)
+	}
+	b := setupCfg(t, jsB, admission.Config{})
+	if got := fetch1(t, b, "legacyq"); got == nil || got.ID != j.ID {
+		t.Fatalf("fetch after start: %v, want the legacy message's job %s", got, j.ID)
 	}
 }

@@ -43,7 +43,9 @@ func (c *queueCache) start(ctx, runCtx context.Context, wg *sync.WaitGroup) erro
 	if err := jobstore.FollowKV(ctx, runCtx, wg, w, c.apply); err != nil {
 		return fmt.Errorf("load queues: %w", err)
 	}
-	return nil
+	// Ready messages of the layout before per-job subjects were published
+	// without registering their level (jobstore/registry.go).
+	return c.store.RegisterLegacyLevels(ctx)
 }
 
 func (c *queueCache) apply(e jetstream.KeyValueEntry) {
@@ -62,6 +64,9 @@ func (c *queueCache) apply(e jetstream.KeyValueEntry) {
 		c.log.Warn("bad queue record", "queue", name, "error", err)
 		return
 	}
+	// The levels a queue has used, registered by any process, are the
+	// levels a fetch asks (jobstore/registry.go).
+	c.store.KnowLevels(name, q.Levels)
 	if old, ok := c.queues[name]; ok && old.Rev > q.Rev {
 		return
 	}
@@ -76,6 +81,7 @@ func (c *queueCache) get(name string) (*jobstore.QueueRecord, bool) {
 }
 
 func (c *queueCache) put(q *jobstore.QueueRecord) {
+	c.store.KnowLevels(q.Name, q.Levels)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if old, ok := c.queues[q.Name]; ok && old.Rev > q.Rev {

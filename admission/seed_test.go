@@ -230,6 +230,10 @@ func TestRecordlessJobSurvivesItsEnqueuer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// As the enqueue did before it published: the level is registered.
+	if err := a.svc.Store().EnsureLevel(ctx, j.Queue, j.Priority); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := js1.PublishMsg(ctx, m); err != nil {
 		t.Fatal(err)
 	}

@@ -156,11 +156,8 @@ type Service struct {
 	bp         *backpressure
 	readyCache readiness // the cached answer of Ready (health.go)
 
-	consumers sync.Map // consumer name -> jetstream.Consumer
-	seen      sync.Map // consumer name -> levelSeen (levels.go)
-	// firstLevel is the level each queue's last level lookup put first,
-	// which the next pull asks at once (pull, fetch.go).
-	firstLevel sync.Map // queue name -> int
+	consumers  sync.Map // consumer name -> jetstream.Consumer
+	seen       sync.Map // consumer name -> levelSeen (levels.go)
 	held       heldReady
 	levelSnaps sync.Map // queue name -> *levelSnap (levelpull.go)
 	snapAge    time.Duration

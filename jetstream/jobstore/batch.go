@@ -134,7 +134,7 @@ func (s *Store) PublishReadyBatch(ctx context.Context, jobs []*ojs.Job, named ma
 		if named[j.ID] {
 			expectNoOther(m, j.ID)
 		}
-		f, err := s.js.PublishMsgAsync(m)
+		f, err := s.publishReadyAsync(ctx, j.Queue, j.Priority, m)
 		if err != nil {
 			return fmt.Errorf("publish ready %s: %w", j.ID, Unavailable(err))
 		}
@@ -142,7 +142,8 @@ func (s *Store) PublishReadyBatch(ctx context.Context, jobs []*ojs.Job, named ma
 	}
 	for i, f := range futures {
 		select {
-		case <-f.Ok():
+		case ack := <-f.Ok():
+			s.noteReady(f.Msg().Subject, ack)
 		case err := <-f.Err():
 			if wrongLastSeq(err) {
 				return &ojs.DuplicateError{ExistingID: jobs[i].ID}

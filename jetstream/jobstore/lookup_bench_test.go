@@ -28,7 +28,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/jetgate/jetgate/jetstream/jobstore"
 	"github.com/jetgate/jetgate/jetstream/natstest"
 	"github.com/jetgate/jetgate/jetstream/topology"
 )
@@ -561,12 +560,13 @@ func BenchmarkReadyLayout(b *testing.B) {
 				}, 1)
 			})
 			if !perJob {
-				st := jobstore.New(fx.nc, fx.js, fx.assets)
+				// What ReadyLevels asked before the level registry.
 				b.Run("levels-multi-last", func(b *testing.B) {
+					d := newDirectGets(b, fx.nc)
 					timed(b, func(int) error {
-						levels, _, err := st.ReadyLevels(fx.ctx, "q0")
-						if err == nil && len(levels) != lookupPrios {
-							err = fmt.Errorf("levels %v", levels)
+						subjects, _, err := d.multiLast("ojs.ready.q0.*")
+						if err == nil && len(subjects) != lookupPrios {
+							err = fmt.Errorf("levels %v", subjects)
 						}
 						return err
 					}, 1)

@@ -16,7 +16,11 @@ import (
 // QueueRecord is a queue's config in bucket OJS_QUEUES.
 type QueueRecord struct {
 	ojs.QueueInfo
-	Rev uint64 `json:"-"`
+	// Levels are the priority levels the queue has used, ascending: the
+	// level registry (registry.go). It is stored in the record beside the
+	// QueueInfo fields, and not part of the QueueInfo the API returns.
+	Levels []int  `json:"levels,omitempty"`
+	Rev    uint64 `json:"-"`
 }
 
 // GetQueue reads a queue record.
@@ -60,7 +64,7 @@ func (s *Store) CreateQueue(ctx context.Context, q ojs.QueueInfo) (*QueueRecord,
 
 // UpdateQueue writes q if it is still at q.Rev.
 func (s *Store) UpdateQueue(ctx context.Context, q *QueueRecord) error {
-	b, _ := json.Marshal(q.QueueInfo)
+	b, _ := json.Marshal(q)
 	rev, err := s.assets.Queues.Update(ctx, topology.Token(q.Name), b, q.Rev)
 	if err != nil {
 		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) {
@@ -86,7 +90,7 @@ func DecodeQueue(e jetstream.KeyValueEntry) (*QueueRecord, error) { return decod
 
 func decodeQueue(e jetstream.KeyValueEntry) (*QueueRecord, error) {
 	var q QueueRecord
-	if err := json.Unmarshal(e.Value(), &q.QueueInfo); err != nil {
+	if err := json.Unmarshal(e.Value(), &q); err != nil {
 		return nil, fmt.Errorf("decode queue %s: %w", e.Key(), err)
 	}
 	q.Rev = e.Revision()

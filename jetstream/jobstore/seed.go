@@ -68,7 +68,7 @@ func expectNoOther(m *nats.Msg, id string) {
 func (s *Store) PublishReadyNamed(ctx context.Context, j *ojs.Job) error {
 	m := ReadyMsg(j)
 	expectNoOther(m, j.ID)
-	if _, err := s.js.PublishMsg(ctx, m); err != nil {
+	if err := s.publishReady(ctx, j.Queue, j.Priority, m); err != nil {
 		if wrongLastSeq(err) {
 			return &ojs.DuplicateError{ExistingID: j.ID}
 		}
@@ -175,6 +175,9 @@ func (s *Store) PublishSeed(ctx context.Context, j *ojs.Job, clientID bool) erro
 		if err != nil {
 			return err
 		}
+		if err := s.EnsureLevel(ctx, j.Queue, j.Priority); err != nil {
+			return err
+		}
 		ack, err := s.js.PublishMsg(ctx, m)
 		if err != nil {
 			if !wrongLastSeq(err) {
@@ -189,6 +192,7 @@ func (s *Store) PublishSeed(ctx context.Context, j *ojs.Job, clientID bool) erro
 			}
 			continue
 		}
+		s.noteReady(m.Subject, ack)
 		if !clientID {
 			return nil
 		}
@@ -241,6 +245,9 @@ func (s *Store) PublishSeedBatch(ctx context.Context, jobs []*ojs.Job, named map
 	for range 3 {
 		msgs := make([]*nats.Msg, len(jobs))
 		for i, j := range jobs {
+			if err := s.EnsureLevel(ctx, j.Queue, j.Priority); err != nil {
+				return err
+			}
 			m, err := SeedMsg(j, named[j.ID])
 			if err != nil {
 				return err
@@ -254,10 +261,13 @@ func (s *Store) PublishSeedBatch(ctx context.Context, jobs []*ojs.Job, named map
 			}
 			return fmt.Errorf("publish batch: %w", Unavailable(err))
 		}
+		first := last - uint64(len(jobs)) + 1
+		for i, m := range msgs {
+			s.noteReady(m.Subject, &jetstream.PubAck{Sequence: first + uint64(i)})
+		}
 		if len(ids) == 0 {
 			return nil
 		}
-		first := last - uint64(len(jobs)) + 1
 		reads, err := s.readRecords(ctx, ids)
 		if err != nil {
 			s.removeReadyRange(first, last)

@@ -37,13 +37,9 @@ type Store struct {
 	nc     *nats.Conn
 	js     jetstream.JetStream
 	assets *topology.Assets
-	// replies receives batched direct gets (levels.go).
-	replies replyMux
 	// pulls receives the answers of PullNoWait (pull.go).
-	pulls pullMux
-	// manyLevels holds the queues whose levels are looked up by stream
-	// info rather than a batched direct get (levels.go).
-	manyLevels sync.Map
+	pulls  pullMux
+	levels levelRegistry // registry.go
 	// jobs is the stream behind bucket OJS_JOBS (seed.go).
 	jobsMu sync.Mutex
 	jobs   jetstream.Stream
@@ -173,7 +169,7 @@ func ReadyMsg(j *ojs.Job) *nats.Msg {
 // PublishReady publishes the ready message of j (carrying j's token) and
 // waits for JetStream to store it.
 func (s *Store) PublishReady(ctx context.Context, j *ojs.Job) error {
-	if _, err := s.js.PublishMsg(ctx, ReadyMsg(j)); err != nil {
+	if err := s.publishReady(ctx, j.Queue, j.Priority, ReadyMsg(j)); err != nil {
 		return fmt.Errorf("publish ready %s: %w", j.ID, Unavailable(err))
 	}
 	return nil

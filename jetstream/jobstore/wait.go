@@ -179,7 +179,7 @@ func (s *Store) Promote(ctx context.Context, w Waiter) error {
 		m.Header.Set(HeaderParkedAt, w.ParkedAt.UTC().Format(time.RFC3339Nano))
 	}
 	m.Header.Set(jetstream.MsgIDHeader, w.JobID+":"+w.Token+":w"+strconv.FormatUint(w.Seq, 10))
-	if _, err := s.js.PublishMsg(ctx, m); err != nil {
+	if err := s.publishReady(ctx, w.Queue, w.Priority, m); err != nil {
 		return fmt.Errorf("promote %s: %w", w.JobID, Unavailable(err))
 	}
 	// A waiter already removed (by another process promoting it too) is

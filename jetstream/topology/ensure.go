@@ -135,10 +135,10 @@ func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Assets, e
 		Storage:     cfg.Storage,
 		Replicas:    cfg.Replicas,
 		Duplicates:  cfg.DuplicateWindow,
-		// A fetch asks which levels of a queue hold messages with one
-		// batched direct get (jobstore.ReadyLevels). Direct gets must see
-		// the latest ready messages; on a cluster they would also be
-		// answered by followers, so they stay off there.
+		// Lookups by subject (a job's ready message by its id) use
+		// direct gets, batched or not. Direct gets must see the latest
+		// ready messages; on a cluster they would also be answered by
+		// followers, so they stay off there.
 		AllowDirect: cfg.Replicas <= 1,
 		// One consumer per queue and priority level in use (for an hour
 		// after its last use): far more than nats-server's default of

@@ -69,6 +69,10 @@ const (
 	// ReadyQueueFilterPattern matches every message of one queue, every
 	// level, both layouts.
 	ReadyQueueFilterPattern = "ojs.ready.%s.>"
+	// ReadyLegacyFilter matches the level subjects of the layout before
+	// per-job subjects, of every queue: a stream info filtered on it has
+	// one entry per level holding such messages.
+	ReadyLegacyFilter = "ojs.ready.*.*"
 	// ReadyIDFilterPattern matches the ready messages of one job id.
 	ReadyIDFilterPattern = "ojs.ready.*.*.%s"
 	// ReadyConsumerPattern names the durable pull consumer of one level.
