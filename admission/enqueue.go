@@ -48,17 +48,7 @@ func (s *Service) Enqueue(ctx context.Context, job *ojs.Job) (_ *ojs.Job, err er
 	}
 	done := s.beginCreate(j.ID)
 	defer done()
-	named := clientID
-	undo, err := s.reserveDepth(ctx, []*ojs.Job{j}, func() error {
-		err := s.publishInitial(ctx, j, named)
-		if err == nil {
-			// The id is held by this message (stale once the token
-			// changes, but stored): a message published again after a
-			// refused reservation (reserveDepth) needs no check.
-			named = false
-		}
-		return err
-	})
+	undo, err := s.reserveDepth(ctx, []*ojs.Job{j}, func() error { return s.publishInitial(ctx, j, clientID) })
 	if err != nil {
 		return nil, err
 	}
@@ -148,8 +138,9 @@ func (s *Service) initial(job *ojs.Job) *ojs.Job {
 
 // publishInitial publishes what a new job's first state relies on: its
 // ready message or due timer, and its expire timer if it has deadlines.
-// The ready message of a job whose id a client named expects no other
-// ready message of the id (jobstore.PublishReadyNamed).
+// The ready message of a job whose id a client named is checked against
+// a job of that id stored as its ready message alone
+// (jobstore.PublishReadyNamed).
 func (s *Service) publishInitial(ctx context.Context, j *ojs.Job, named bool) error {
 	if err := s.armExpiry(ctx, j); err != nil {
 		return err
@@ -246,14 +237,7 @@ func (s *Service) EnqueueBatch(ctx context.Context, jobs []*ojs.Job) (_ []*ojs.J
 		done := s.beginCreate(j.ID)
 		defer done()
 	}
-	checkIDs := clientIDs
-	undo, err := s.reserveDepth(ctx, create, func() error {
-		err := s.publishInitialBatch(ctx, create, checkIDs)
-		if err == nil {
-			checkIDs = nil // as in Enqueue: the ids are held by these messages
-		}
-		return err
-	})
+	undo, err := s.reserveDepth(ctx, create, func() error { return s.publishInitialBatch(ctx, create, clientIDs) })
 	if err != nil {
 		return nil, err
 	}

@@ -350,3 +350,37 @@ func TestRecordlessJobSurvivesItsClaimer(t *testing.T) {
 		t.Fatalf("after ack: %v %+v", err, got)
 	}
 }
+
+// Found by the chaos suite (issue 20, a bounded queue's batch): an
+// enqueue that starts with a record, retried after an attempt that
+// published its ready message but never wrote the record (a NATS node
+// killed mid-request), must store the job; the first attempt's message is
+// not a job and must not make the retry a duplicate (it did: the job was
+// answered 409, never stored, and GET said 404 for good).
+func TestRetryAfterUnwrittenRecordIsNotADuplicate(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := testCtx(t)
+	bound(t, b, "retryq", ojs.Backpressure{MaxDepth: 10})
+	for _, batch := range []bool{false, true} {
+		j := mustParse(t, `{"id":"`+ojs.NewID()+`","type":"r.t","args":[],"queue":"retryq"}`)
+		// What the failed attempt left: its ready message, no record.
+		first := j.Clone()
+		first.State, first.Internal.Token = ojs.StateAvailable, jobstore.NewToken()
+		if err := b.svc.Store().PublishReady(ctx, first); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		if batch {
+			_, err = b.svc.EnqueueBatch(ctx, []*ojs.Job{j, mustParse(t, `{"type":"r.t","args":[],"queue":"retryq"}`)})
+		} else {
+			_, err = b.svc.Enqueue(ctx, j)
+		}
+		if err != nil {
+			t.Fatalf("retry (batch %v): %v", batch, err)
+		}
+		if got, err := b.svc.Get(ctx, j.ID); err != nil || got.State != ojs.StateAvailable {
+			t.Fatalf("after the retry (batch %v): %v %+v", batch, err, got)
+		}
+	}
+}

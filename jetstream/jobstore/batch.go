@@ -122,32 +122,30 @@ func (s *Store) batchFailed(ctx context.Context, jobs []*ojs.Job, err error) err
 
 // PublishReadyBatch publishes the ready messages of jobs, pipelined, and
 // waits until JetStream has stored all of them. The message of a job
-// whose id is in named (ids a client chose) expects no other ready
-// message of the id: one there is a DuplicateError.
+// whose id is in named (ids a client chose) is published alone, checked
+// against a job of that id stored as its ready message alone
+// (PublishReadyNamed): one there is a DuplicateError.
 func (s *Store) PublishReadyBatch(ctx context.Context, jobs []*ojs.Job, named map[string]bool) error {
-	if len(jobs) == 0 {
-		return nil
-	}
 	futures := make([]jetstream.PubAckFuture, 0, len(jobs))
 	for _, j := range jobs {
-		m := ReadyMsg(j)
 		if named[j.ID] {
-			expectNoOther(m, j.ID)
+			if err := s.PublishReadyNamed(ctx, j); err != nil {
+				return err
+			}
+			continue
 		}
+		m := ReadyMsg(j)
 		f, err := s.publishReadyAsync(ctx, j.Queue, j.Priority, m)
 		if err != nil {
 			return fmt.Errorf("publish ready %s: %w", j.ID, Unavailable(err))
 		}
 		futures = append(futures, f)
 	}
-	for i, f := range futures {
+	for _, f := range futures {
 		select {
 		case ack := <-f.Ok():
 			s.noteReady(f.Msg().Subject, ack)
 		case err := <-f.Err():
-			if wrongLastSeq(err) {
-				return &ojs.DuplicateError{ExistingID: jobs[i].ID}
-			}
 			return fmt.Errorf("publish ready: %w", Unavailable(err))
 		case <-ctx.Done():
 			return fmt.Errorf("publish ready: %w", Unavailable(ctx.Err()))

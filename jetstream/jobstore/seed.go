@@ -58,23 +58,61 @@ func SeedMsg(j *ojs.Job, unique bool) (*nats.Msg, error) {
 // message of the id: the stream refuses it (wrong last sequence) while
 // one is stored on ojs.ready.*.*.<id>.
 func expectNoOther(m *nats.Msg, id string) {
-	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, "0")
+	expectLast(m, id, 0)
+}
+
+// expectLast makes a ready message of job id expect the last ready
+// message of the id to be at sequence last (0: none).
+func expectLast(m *nats.Msg, id string, last uint64) {
+	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(last, 10))
 	m.Header.Set(jetstream.ExpectedLastSubjSeqSubjHeader, topology.ReadyIDFilter(id))
 }
 
 // PublishReadyNamed publishes the ready message of a new job that has a
-// record and whose id a client chose: a job of that id stored as its
-// ready message alone makes it a DuplicateError.
+// record (or is about to) and whose id a client chose: a job of that id
+// stored as its ready message alone makes it a DuplicateError. It is a
+// compare-and-swap on the id's ready messages: the last one is read, must
+// not carry a job, and the publish expects it still to be the last. A
+// message without a job is not a job: it may be this job's own from an
+// attempt whose record was never written (a retry after a lost answer),
+// which must not make the retry a duplicate.
 func (s *Store) PublishReadyNamed(ctx context.Context, j *ojs.Job) error {
-	m := ReadyMsg(j)
-	expectNoOther(m, j.ID)
-	if err := s.publishReady(ctx, j.Queue, j.Priority, m); err != nil {
-		if wrongLastSeq(err) {
+	if err := s.EnsureLevel(ctx, j.Queue, j.Priority); err != nil {
+		return err
+	}
+	for range 4 {
+		last, taken, err := s.lastReadyOfID(ctx, j.ID)
+		if err != nil {
+			return err
+		}
+		if taken {
 			return &ojs.DuplicateError{ExistingID: j.ID}
 		}
-		return fmt.Errorf("publish ready %s: %w", j.ID, Unavailable(err))
+		m := ReadyMsg(j)
+		expectLast(m, j.ID, last)
+		ack, err := s.js.PublishMsg(ctx, m)
+		if err == nil {
+			s.noteReady(m.Subject, ack)
+			return nil
+		}
+		if !wrongLastSeq(err) {
+			return fmt.Errorf("publish ready %s: %w", j.ID, Unavailable(err))
+		}
 	}
-	return nil
+	return fmt.Errorf("publish ready %s: %w: its ready messages kept changing", j.ID, ErrConflict)
+}
+
+// lastReadyOfID reads the last ready message of id: its sequence (0:
+// none) and whether it carries a job (a seed: the id is taken).
+func (s *Store) lastReadyOfID(ctx context.Context, id string) (uint64, bool, error) {
+	m, err := s.assets.Ready.GetLastMsgForSubject(ctx, topology.ReadyIDFilter(id))
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return 0, false, nil
+	case err != nil:
+		return 0, false, fmt.Errorf("find ready job %s: %w", id, Unavailable(err))
+	}
+	return m.Sequence, SeedOf(m.Header, m.Data) != nil, nil
 }
 
 // CheckNoSeed is called after creating the records of new jobs that start
@@ -149,14 +187,8 @@ func (s *Store) SeedTaken(ctx context.Context, jobs []*ojs.Job) error {
 
 // seedExists reports whether the last ready message of id carries a job.
 func (s *Store) seedExists(ctx context.Context, id string) (bool, error) {
-	m, err := s.assets.Ready.GetLastMsgForSubject(ctx, topology.ReadyIDFilter(id))
-	switch {
-	case errors.Is(err, jetstream.ErrMsgNotFound):
-		return false, nil
-	case err != nil:
-		return false, fmt.Errorf("find ready job %s: %w", id, Unavailable(err))
-	}
-	return SeedOf(m.Header, m.Data) != nil, nil
+	_, taken, err := s.lastReadyOfID(ctx, id)
+	return taken, err
 }
 
 // PublishSeed stores a new available job as its ready message alone
