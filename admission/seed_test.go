@@ -362,8 +362,15 @@ func TestRetryAfterUnwrittenRecordIsNotADuplicate(t *testing.T) {
 	b := setup(t)
 	ctx := testCtx(t)
 	bound(t, b, "retryq", ojs.Backpressure{MaxDepth: 10})
-	for _, batch := range []bool{false, true} {
-		j := mustParse(t, `{"id":"`+ojs.NewID()+`","type":"r.t","args":[],"queue":"retryq"}`)
+	// A bounded queue's job starts with a record; an unbounded queue's is
+	// stored as its ready message alone, and meets the other path's
+	// leftover the same way.
+	for _, c := range []struct {
+		queue string
+		batch bool
+	}{{"retryq", false}, {"retryq", true}, {"retryfree", false}, {"retryfree", true}} {
+		batch := c.batch
+		j := mustParse(t, `{"id":"`+ojs.NewID()+`","type":"r.t","args":[],"queue":"`+c.queue+`"}`)
 		// What the failed attempt left: its ready message, no record.
 		first := j.Clone()
 		first.State, first.Internal.Token = ojs.StateAvailable, jobstore.NewToken()
@@ -372,15 +379,15 @@ func TestRetryAfterUnwrittenRecordIsNotADuplicate(t *testing.T) {
 		}
 		var err error
 		if batch {
-			_, err = b.svc.EnqueueBatch(ctx, []*ojs.Job{j, mustParse(t, `{"type":"r.t","args":[],"queue":"retryq"}`)})
+			_, err = b.svc.EnqueueBatch(ctx, []*ojs.Job{j, mustParse(t, `{"type":"r.t","args":[],"queue":"`+c.queue+`"}`)})
 		} else {
 			_, err = b.svc.Enqueue(ctx, j)
 		}
 		if err != nil {
-			t.Fatalf("retry (batch %v): %v", batch, err)
+			t.Fatalf("retry (%s, batch %v): %v", c.queue, batch, err)
 		}
 		if got, err := b.svc.Get(ctx, j.ID); err != nil || got.State != ojs.StateAvailable {
-			t.Fatalf("after the retry (batch %v): %v %+v", batch, err, got)
+			t.Fatalf("after the retry (%s, batch %v): %v %+v", c.queue, batch, err, got)
 		}
 	}
 }

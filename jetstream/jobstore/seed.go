@@ -202,10 +202,14 @@ func (s *Store) seedExists(ctx context.Context, id string) (bool, error) {
 // DuplicateError and the message is removed again.
 func (s *Store) PublishSeed(ctx context.Context, j *ojs.Job, clientID bool) error {
 	j.Internal.Origin = j.Internal.Token
-	for range 3 {
+	var expect uint64 // the id's last ready message the publish expects
+	for range 4 {
 		m, err := SeedMsg(j, clientID)
 		if err != nil {
 			return err
+		}
+		if clientID {
+			expectLast(m, j.ID, expect)
 		}
 		if err := s.EnsureLevel(ctx, j.Queue, j.Priority); err != nil {
 			return err
@@ -215,13 +219,14 @@ func (s *Store) PublishSeed(ctx context.Context, j *ojs.Job, clientID bool) erro
 			if !wrongLastSeq(err) {
 				return fmt.Errorf("publish ready %s: %w", j.ID, Unavailable(err))
 			}
-			dead, derr := s.removeDeadSeed(ctx, j.ID)
-			if derr != nil {
-				return derr
+			last, free, ferr := s.freeID(ctx, j.ID)
+			if ferr != nil {
+				return ferr
 			}
-			if !dead {
+			if !free {
 				return &ojs.DuplicateError{ExistingID: j.ID}
 			}
+			expect = last
 			continue
 		}
 		s.noteReady(m.Subject, ack)
@@ -274,7 +279,8 @@ func (s *Store) PublishSeedBatch(ctx context.Context, jobs []*ojs.Job, named map
 			ids = append(ids, j.ID)
 		}
 	}
-	for range 3 {
+	expect := map[string]uint64{} // ready messages of named ids that hold no job (freeID)
+	for range 4 {
 		msgs := make([]*nats.Msg, len(jobs))
 		for i, j := range jobs {
 			if err := s.EnsureLevel(ctx, j.Queue, j.Priority); err != nil {
@@ -284,14 +290,28 @@ func (s *Store) PublishSeedBatch(ctx context.Context, jobs []*ojs.Job, named map
 			if err != nil {
 				return err
 			}
+			if named[j.ID] {
+				expectLast(m, j.ID, expect[j.ID])
+			}
 			msgs[i] = m
 		}
 		last, err := s.atomicBatch(ctx, msgs)
 		if err != nil {
-			if wrongLastSeq(err) {
-				return s.takenIn(ctx, ids, err)
+			if !wrongLastSeq(err) {
+				return fmt.Errorf("publish batch: %w", Unavailable(err))
 			}
-			return fmt.Errorf("publish batch: %w", Unavailable(err))
+			// Which id met another message, and does that one hold it?
+			for _, id := range ids {
+				seq, free, ferr := s.freeID(ctx, id)
+				if ferr != nil {
+					return ferr
+				}
+				if !free {
+					return &ojs.DuplicateError{ExistingID: id}
+				}
+				expect[id] = seq
+			}
+			continue
 		}
 		first := last - uint64(len(jobs)) + 1
 		for i, m := range msgs {
@@ -325,19 +345,6 @@ func (s *Store) PublishSeedBatch(ctx context.Context, jobs []*ojs.Job, named map
 	return fmt.Errorf("enqueue batch: %w: its records kept changing", ErrConflict)
 }
 
-// takenIn names the id of ids that made a batch's expectation fail: one
-// that has a ready message already. err is returned when none is found
-// (the message went meanwhile).
-func (s *Store) takenIn(ctx context.Context, ids []string, err error) error {
-	for _, id := range ids {
-		_, gerr := s.assets.Ready.GetLastMsgForSubject(ctx, topology.ReadyIDFilter(id))
-		if gerr == nil {
-			return &ojs.DuplicateError{ExistingID: id}
-		}
-	}
-	return fmt.Errorf("publish batch: %w", err)
-}
-
 // removeReadyRange deletes the ready messages first..last (a batch).
 func (s *Store) removeReadyRange(first, last uint64) {
 	for seq := first; seq <= last; seq++ {
@@ -345,33 +352,40 @@ func (s *Store) removeReadyRange(first, last uint64) {
 	}
 }
 
-// removeDeadSeed removes the last ready message of id if it is a seed
-// that can never be taken for its job (a record subject holding a marker
-// it does not name: the id's job was deleted after it), so that a new job
-// of the id is not refused for it; it reports whether it removed one.
-func (s *Store) removeDeadSeed(ctx context.Context, id string) (bool, error) {
+// freeID settles a ready publish of a new job of id that met another
+// ready message of the id: it reads the last one. A job stored as its
+// ready message alone holds the id (free false), unless that seed can
+// never be taken for its job (a record subject holding a marker it does
+// not name: the id's job was deleted after it), which is removed. A
+// message without a job holds the id only if the id has a record; without
+// one it is a transition that never landed (an enqueue attempt whose
+// record was never written, answered with an error), and the publish goes
+// again expecting it (last).
+func (s *Store) freeID(ctx context.Context, id string) (last uint64, free bool, err error) {
 	m, err := s.assets.Ready.GetLastMsgForSubject(ctx, topology.ReadyIDFilter(id))
 	switch {
 	case errors.Is(err, jetstream.ErrMsgNotFound):
-		return true, nil // gone meanwhile: try again
+		return 0, true, nil // gone meanwhile: try again
 	case err != nil:
-		return false, fmt.Errorf("find ready job %s: %w", id, Unavailable(err))
-	}
-	seed := SeedOf(m.Header, m.Data)
-	if seed == nil {
-		return false, nil
+		return 0, false, fmt.Errorf("find ready job %s: %w", id, Unavailable(err))
 	}
 	r, err := s.readRecord(ctx, id)
 	if err != nil {
-		return false, err
+		return 0, false, err
 	}
-	if r.job != nil || r.marker == seed.Rev || r.refused {
-		return false, nil
+	seed := SeedOf(m.Header, m.Data)
+	switch {
+	case r.job != nil:
+		return 0, false, nil
+	case seed == nil:
+		return m.Sequence, true, nil
+	case r.marker == seed.Rev || r.refused:
+		return 0, false, nil
 	}
 	if err := s.assets.Ready.DeleteMsg(ctx, m.Sequence); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
-		return false, fmt.Errorf("remove dead ready message of %s: %w", id, Unavailable(err))
+		return 0, false, fmt.Errorf("remove dead ready message of %s: %w", id, Unavailable(err))
 	}
-	return true, nil
+	return 0, true, nil
 }
 
 // removeReady deletes a ready message by sequence; a failure leaves a
