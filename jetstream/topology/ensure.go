@@ -61,7 +61,35 @@ type Assets struct {
 
 // Ensure creates or updates every bucket and stream jetgate needs. It is
 // idempotent and safe to run from many processes at once.
+//
+// A cluster still forming (a node whose state the meta leader has not
+// heard yet counts as offline) refuses to place a replicated stream for a
+// moment ("no suitable peers for placement"): Ensure tries again then, for
+// up to placementWait.
 func Ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Assets, error) {
+	deadline := time.Now().Add(placementWait)
+	for wait := 100 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		a, err := ensure(ctx, js, cfg)
+		var apiErr *jetstream.APIError
+		if err == nil || !errors.As(err, &apiErr) || apiErr.ErrorCode != errCodeNoPeers || time.Now().Add(wait).After(deadline) {
+			return a, err
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return nil, err
+		}
+	}
+}
+
+// errCodeNoPeers is JetStream's "no suitable peers for placement"
+// (JSClusterNoPeersErrF), which nats.go does not name.
+const errCodeNoPeers jetstream.ErrorCode = 10005
+
+// placementWait bounds Ensure's retries while a cluster forms.
+const placementWait = 15 * time.Second
+
+func ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Assets, error) {
 	cfg = cfg.withDefaults()
 	var a Assets
 	var err error
