@@ -193,13 +193,13 @@ func (s *Store) seedExists(ctx context.Context, id string) (bool, error) {
 
 // PublishSeed stores a new available job as its ready message alone
 // (j.Internal.Origin set to its token, so the records written after it
-// are known as its own). A
-// server-made id (fresh UUIDv7) is taken to be unique. A client's id is
-// checked on both places a job of that id can be: no other ready message
-// of the id (in the publish), then no record (read after the publish
-// landed: a claim writes the record before it acknowledges the message,
-// so a job claimed in between is seen by the read); a taken id is a
-// DuplicateError and the message is removed again.
+// are known as its own). A server-made id (fresh UUIDv7) is taken to be
+// unique. A client's id is checked on both places a job of that id can
+// be: no other ready message of the id (expected in the publish; one
+// that holds no job is expected instead, freeID), then no record (read
+// after the publish landed: a claim writes the record before it
+// acknowledges the message, so a job claimed in between is seen by the
+// read); a taken id is a DuplicateError and the message is removed again.
 func (s *Store) PublishSeed(ctx context.Context, j *ojs.Job, clientID bool) error {
 	j.Internal.Origin = j.Internal.Token
 	var expect uint64 // the id's last ready message the publish expects
