@@ -2,10 +2,13 @@
 //
 // A job record lives in the KV bucket OJS_JOBS under the job id; every
 // change is a compare-and-swap on the record's revision (Update), so two
-// racing transitions have exactly one winner.
+// racing transitions have exactly one winner. A job enqueued as available
+// has no record until it leaves available: its ready message is the job
+// (a seed, seed.go), and the transition that takes it out creates the
+// record (a compare-and-swap on an empty subject).
 //
 // Work that must happen later is a message: a ready message on
-// ojs.ready.<queue>.<priority> says "this job may run", a timer (a JetStream
+// ojs.ready.<queue>.<priority>.<id> says "this job may run", a timer (a JetStream
 // message schedule on ojs.timer.<kind>.<job>) says "look at this job at that
 // time". Each such message carries the record's Token of the transition it
 // belongs to, and is published BEFORE the compare-and-swap that makes it
@@ -23,7 +26,7 @@
 // message carries the whole job, and the record in OJS_JOBS is written
 // first when the job leaves available (claim, cancel, PATCH...). GET of an
 // available job must then find it in the ready stream. The chosen scheme,
-// measured below (the layout change itself is later work):
+// measured below (built: seed.go, and "The layout change, worked out"):
 //
 //   - Ready subjects end with the job id: ojs.ready.<queue>.<priority>.<id>
 //     (each token through topology.Token, so an id holding '.', '*' or '>'
