@@ -235,7 +235,9 @@ func (s *Store) PublishSeed(ctx context.Context, j *ojs.Job, clientID bool) erro
 		}
 		r, err := s.readRecord(ctx, j.ID)
 		if err != nil {
-			s.removeReady(ack.Sequence)
+			// The job is stored and may be claimed already: it stays,
+			// and the error (503) makes the client ask again, which
+			// then finds the id taken by this very job.
 			return err
 		}
 		switch {
@@ -322,8 +324,7 @@ func (s *Store) PublishSeedBatch(ctx context.Context, jobs []*ojs.Job, named map
 		}
 		reads, err := s.readRecords(ctx, ids)
 		if err != nil {
-			s.removeReadyRange(first, last)
-			return err
+			return err // stored, as in PublishSeed
 		}
 		again := false
 		for _, j := range jobs {
