@@ -199,7 +199,7 @@ func TestDeletedRecordIsNotAbsent(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The job's first ready message, published again as if late.
-	late, err := jobstore.SeedMsg(seed, false)
+	late, err := jobstore.SeedMsg(seed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +238,7 @@ func TestRecordlessJobSurvivesItsEnqueuer(t *testing.T) {
 	j := mustParse(t, `{"id":"`+idO+`","type":"c.t","args":[7],"queue":"crash"}`)
 	j.State, j.SpecVersion = ojs.StateAvailable, ojs.SpecVersion
 	j.Internal.Token, j.Internal.Origin = jobstore.NewToken(), "o1"
-	m, err := jobstore.SeedMsg(j, true)
+	m, err := jobstore.SeedMsg(j)
 	if err != nil {
 		t.Fatal(err)
 	}

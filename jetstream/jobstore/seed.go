@@ -34,10 +34,9 @@ import (
 
 // SeedMsg builds the ready message of a job enqueued without a record:
 // the body is the job. j.Rev is the deletion marker the id's record
-// subject holds (0: none). With unique set the id must not be taken: the
-// publish expects no other ready message of the id (checked on
-// ojs.ready.*.*.<id>).
-func SeedMsg(j *ojs.Job, unique bool) (*nats.Msg, error) {
+// subject holds (0: none). A client-named id's publish also expects the
+// id's last ready message (expectLast), which the caller sets.
+func SeedMsg(j *ojs.Job) (*nats.Msg, error) {
 	b, err := j.AppendJSON(make([]byte, 0, 768))
 	if err != nil {
 		return nil, fmt.Errorf("encode job %s: %w", j.ID, err)
@@ -48,17 +47,7 @@ func SeedMsg(j *ojs.Job, unique bool) (*nats.Msg, error) {
 	// answer meets the first one as another ready message of the id), and
 	// the server keeps no duplicate-window entry for it.
 	m.Header.Del(jetstream.MsgIDHeader)
-	if unique {
-		expectNoOther(m, j.ID)
-	}
 	return m, nil
-}
-
-// expectNoOther makes a ready message of job id expect no other ready
-// message of the id: the stream refuses it (wrong last sequence) while
-// one is stored on ojs.ready.*.*.<id>.
-func expectNoOther(m *nats.Msg, id string) {
-	expectLast(m, id, 0)
 }
 
 // expectLast makes a ready message of job id expect the last ready
@@ -122,17 +111,9 @@ func (s *Store) lastReadyOfID(ctx context.Context, id string) (uint64, bool, err
 // the caller's for a batch). A seed enqueued after this check reads the
 // record after its own publish and is refused itself.
 func (s *Store) CheckNoSeed(ctx context.Context, jobs []*ojs.Job) error {
-	for _, j := range jobs {
-		taken, err := s.seedExists(ctx, j.ID)
-		if err != nil || taken {
-			s.RemoveRecords(jobs)
-		}
-		if err != nil {
-			return err
-		}
-		if taken {
-			return &ojs.DuplicateError{ExistingID: j.ID}
-		}
+	if err := s.SeedTaken(ctx, jobs); err != nil {
+		s.RemoveRecords(jobs)
+		return err
 	}
 	return nil
 }
@@ -174,7 +155,7 @@ const headerRefused = "Ojs-Refused"
 // after, settles races with a seed enqueued in between.
 func (s *Store) SeedTaken(ctx context.Context, jobs []*ojs.Job) error {
 	for _, j := range jobs {
-		taken, err := s.seedExists(ctx, j.ID)
+		_, taken, err := s.lastReadyOfID(ctx, j.ID)
 		if err != nil {
 			return err
 		}
@@ -183,12 +164,6 @@ func (s *Store) SeedTaken(ctx context.Context, jobs []*ojs.Job) error {
 		}
 	}
 	return nil
-}
-
-// seedExists reports whether the last ready message of id carries a job.
-func (s *Store) seedExists(ctx context.Context, id string) (bool, error) {
-	_, taken, err := s.lastReadyOfID(ctx, id)
-	return taken, err
 }
 
 // PublishSeed stores a new available job as its ready message alone
@@ -204,7 +179,7 @@ func (s *Store) PublishSeed(ctx context.Context, j *ojs.Job, clientID bool) erro
 	j.Internal.Origin = j.Internal.Token
 	var expect uint64 // the id's last ready message the publish expects
 	for range 4 {
-		m, err := SeedMsg(j, clientID)
+		m, err := SeedMsg(j)
 		if err != nil {
 			return err
 		}
@@ -288,7 +263,7 @@ func (s *Store) PublishSeedBatch(ctx context.Context, jobs []*ojs.Job, named map
 			if err := s.EnsureLevel(ctx, j.Queue, j.Priority); err != nil {
 				return err
 			}
-			m, err := SeedMsg(j, named[j.ID])
+			m, err := SeedMsg(j)
 			if err != nil {
 				return err
 			}

@@ -23,7 +23,7 @@ func TestRefusedRecordDoesNotHideTheSeed(t *testing.T) {
 
 	id := ojs.NewID()
 	seed := seedJob(id)
-	m, err := jobstore.SeedMsg(seed, true)
+	m, err := jobstore.SeedMsg(seed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func TestRefusedRecordDoesNotHideTheSeed(t *testing.T) {
 	if err := st.Delete(ctx, id2, drev); err != nil {
 		t.Fatal(err)
 	}
-	m2, err := jobstore.SeedMsg(seedJob(id2), false)
+	m2, err := jobstore.SeedMsg(seedJob(id2))
 	if err != nil {
 		t.Fatal(err)
 	}
