@@ -278,7 +278,7 @@ func appendTime(b []byte, t *Time) []byte {
 		return appendString(b, t.text) // the client's text (time.go)
 	}
 	b = append(b, '"')
-	b = t.UTC().AppendFormat(b, TimeFormat)
+	b = appendTimeFormat(b, t.Time)
 	return append(b, '"')
 }
 

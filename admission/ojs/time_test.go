@@ -132,3 +132,72 @@ func TestParseJobTimestampsEchoedAsGiven(t *testing.T) {
 		t.Errorf("past scheduled_at not accepted and echoed: %s", out)
 	}
 }
+
+// The fast TimeFormat writer and reader (issue 17: every record write and
+// read formats and parses several timestamps) agree with the time
+// package's layout-driven ones: same bytes written for every instant,
+// same instant read for every text in TimeFormat, and text that only
+// looks like TimeFormat (February 30, hour 24) is left to time.Parse.
+func TestOwnTimeFormatMatchesTimePackage(t *testing.T) {
+	t.Parallel()
+	times := []time.Time{
+		time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(9999, 12, 31, 23, 59, 59, 999_999_999, time.UTC),
+		time.Date(2024, 2, 29, 12, 30, 45, 7_000_000, time.UTC),
+		time.Date(2026, 11, 25, 12, 0, 0, 999_500_000, time.FixedZone("x", -7*3600)),
+		time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Unix(0, 0),
+	}
+	const first, last = -62135596800000, 253402300799999 // unix ms of 0001-01-01 and 9999-12-31T23:59:59.999
+	for i := range int64(5000) {
+		// A spread over 0001..9999 with every millisecond digit, and
+		// sub-millisecond parts that formatting truncates.
+		times = append(times, time.UnixMilli(first+i*((last-first)/5000)+i%1000).Add(time.Duration(i)*time.Microsecond%time.Millisecond))
+		times = append(times, time.Date(int(1+i*2%9999), time.Month(1+i%12), int(1+i%31), int(i%24), int(i%60), int(i*7%60), int(i*13%1000)*int(time.Millisecond), time.UTC))
+	}
+	for _, tm := range times {
+		want := tm.UTC().AppendFormat(nil, TimeFormat)
+		if got := appendTimeFormat(nil, tm); string(got) != string(want) {
+			t.Fatalf("appendTimeFormat(%v) = %s, want %s", tm, got, want)
+		}
+		if tm.UTC().Year() < 0 || tm.UTC().Year() > 9999 {
+			continue
+		}
+		got, ok := readOwnTime(string(want))
+		if !ok || !got.Equal(tm.UTC().Truncate(time.Millisecond)) || got.Location() != time.UTC {
+			t.Fatalf("readOwnTime(%s) = %v, %v; want %v", want, got, ok, tm.UTC().Truncate(time.Millisecond))
+		}
+	}
+	for _, s := range []string{
+		"2026-02-30T00:00:00.000Z", "2026-13-01T00:00:00.000Z", "2026-00-01T00:00:00.000Z", "2026-01-00T00:00:00.000Z",
+		"2026-01-01T24:00:00.000Z", "2026-01-01T00:60:00.000Z", "2026-01-01T00:00:60.000Z", "2026-01-01T00:00:00.00xZ",
+		"2026-01-01T00:00:00.000+", "2026-01-01 00:00:00.000Z", "+026-01-01T00:00:00.000Z", "2026-01-01T00:00:00.0000",
+	} {
+		if v, ok := readOwnTime(s); ok {
+			t.Errorf("readOwnTime(%q) = %v, want it left to time.Parse", s, v)
+		}
+	}
+}
+
+// FuzzOwnTimeFormat: whatever readOwnTime accepts, time.Parse reads as the
+// same instant and TimeFormat writes back as the same text.
+func FuzzOwnTimeFormat(f *testing.F) {
+	for _, s := range []string{"2026-11-25T12:00:00.123Z", "2026-02-29T00:00:00.000Z", "0000-01-01T00:00:00.000Z",
+		"2026-02-30T00:00:00.000Z", "9999-12-31T23:59:59.999Z"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, ok := readOwnTime(s)
+		if !ok {
+			return
+		}
+		want, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil || !want.Equal(got) {
+			t.Fatalf("readOwnTime(%q) = %v; time.Parse = %v, %v", s, got, want, err)
+		}
+		if out := string(appendTimeFormat(nil, got)); out != s {
+			t.Fatalf("readOwnTime(%q) writes back as %q", s, out)
+		}
+	})
+}
