@@ -397,7 +397,9 @@ func (s *Service) claim(ctx context.Context, msg jetstream.Msg, turn *claimTurn,
 			s.undoStarts(ctx, held)
 		}
 	}
-	s.log.Debug("claim", "job", ref.JobID, "token", ref.Token, "base_rev", ref.BaseRev, "deferral", deferral, "outcome", outcome(err))
+	if s.debugging() {
+		s.log.Debug("claim", "job", ref.JobID, "token", ref.Token, "base_rev", ref.BaseRev, "deferral", deferral, "outcome", outcome(err))
+	}
 	switch {
 	case isNotFound(err):
 		s.orphan(msg)

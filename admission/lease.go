@@ -155,7 +155,9 @@ func (s *Service) secureLease(ctx context.Context, id, token, held string) error
 // message is acked, a pending deferred write dropped, and a lease timer
 // that may exist cancelled.
 func (s *Service) releaseLease(old *ojs.Job) {
-	s.log.Debug("lease released", "job", old.ID, "token", old.Internal.Token, "held_acked", old.Internal.HeldAck != "")
+	if s.debugging() {
+		s.log.Debug("lease released", "job", old.ID, "token", old.Internal.Token, "held_acked", old.Internal.HeldAck != "")
+	}
 	s.leases.cancel(old.ID)
 	held := old.Internal.HeldAck != ""
 	s.ackHeld(old.Internal.HeldAck)

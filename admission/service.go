@@ -326,8 +326,10 @@ func (s *Service) transitionFrom(ctx context.Context, id string, seed func() *oj
 			return nil, old, err
 		}
 		s.records.put(nj, nrev)
-		s.log.Debug("record written", "job", id, "state", nj.State, "attempt", nj.Attempt, "token", nj.Internal.Token,
-			"held", nj.Internal.HeldToken != "", "rev", nrev, "from_rev", rev, "from_state", old.State)
+		if s.debugging() {
+			s.log.Debug("record written", "job", id, "state", nj.State, "attempt", nj.Attempt, "token", nj.Internal.Token,
+				"held", nj.Internal.HeldToken != "", "rev", nrev, "from_rev", rev, "from_state", old.State)
+		}
 		s.changed(ctx, nj, old.State)
 		return nj, old, nil
 	}
@@ -391,3 +393,8 @@ func (s *Service) read(ctx context.Context, id string, useCache bool, seed func(
 type applyFunc func(old *ojs.Job) (nj *ojs.Job, pre func(context.Context, *ojs.Job) error, err error)
 
 func (s *Service) now() time.Time { return s.clock.Now().UTC() }
+
+// debugging reports whether debug records are logged. The hot paths ask
+// before building a record's attributes: boxing them allocates even when
+// the handler drops the record (issue 17, CPU per job).
+func (s *Service) debugging() bool { return s.log.Enabled(context.Background(), slog.LevelDebug) }

@@ -658,6 +658,16 @@ func (o object) cand(key string) cand {
 	return cand{prefix: o.prefix, key: key, raw: raw}
 }
 
+// hasAny reports whether o has any of keys.
+func (o object) hasAny(keys []string) bool {
+	for _, k := range keys {
+		if _, ok := o.m[k]; ok {
+			return true
+		}
+	}
+	return false
+}
+
 // cand is one place a setting may be given.
 type cand struct {
 	prefix, key string

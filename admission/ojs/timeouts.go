@@ -77,6 +77,13 @@ var (
 	graceTimeout    = timeoutParser(true, nil)
 )
 
+// timeoutKeys are every key timeoutCands may read, in either object.
+var timeoutKeys = []string{
+	"timeout", "timeout_ms", "total_timeout", "total_timeout_ms", "enqueue_ttl", "enqueue_ttl_ms",
+	"grace_period", "grace_period_ms", "heartbeat_timeout", "heartbeat_timeout_ms",
+	"visibility_timeout_ms", "visibility_timeout",
+}
+
 // timeoutCands are the places one timeout may be given, the exact
 // (millisecond) forms first so that they are the value kept.
 func timeoutCands(top, opts object, name string, aliases ...string) []cand {
@@ -90,6 +97,13 @@ func timeoutCands(top, opts object, name string, aliases ...string) []cand {
 // parseTimeouts reads the timeouts of ojs-timeouts.md 6. Unset ones stay
 // zero (nil for grace_period): the server defaults apply.
 func parseTimeouts(j *Job, top, opts object) error {
+	if !top.hasAny(timeoutKeys) && !opts.hasAny(timeoutKeys) {
+		// None given (most jobs): nothing to resolve, and no candidate
+		// lists built (issue 17, CPU per job).
+		j.Timeout, j.TimeoutMs, j.TotalTimeout, j.TotalTimeoutMs = 0, 0, 0, 0
+		j.EnqueueTTL, j.EnqueueTTLMs, j.HeartbeatTimeout, j.HeartbeatTimeoutMs = 0, 0, 0, 0
+		return nil
+	}
 	var r resolver
 	var exec, total, ttl, grace, beat timeoutValue
 	execFrom := set(&r, &exec, positiveTimeout, sameTimeout, timeoutCands(top, opts, "timeout")...)
