@@ -316,6 +316,21 @@ func (s *Service) claim(ctx context.Context, msg jetstream.Msg, turn *claimTurn,
 		_ = msg.Term()
 		return nil, nil
 	}
+	if b := jobstore.BatchOf(msg.Headers()); b != "" {
+		// A job of a batch is one only once the batch committed
+		// (jobstore/batchmark.go).
+		state, _, err := s.store.SeedBatch(ctx, b)
+		switch {
+		case err != nil:
+			return nil, err
+		case state == jobstore.BatchAborted:
+			_ = msg.TermWithReason("the job's batch was not stored")
+			return nil, nil
+		case state == jobstore.BatchPending:
+			_ = msg.NakWithDelay(batchRetry)
+			return nil, nil
+		}
+	}
 	promoted := jobstore.Promoted(msg.Headers())
 	var deferral time.Duration
 	// Starts counted in rate limit entries for the record being written;
@@ -442,6 +457,11 @@ func (s *Service) claim(ctx context.Context, msg jetstream.Msg, turn *claimTurn,
 	}
 	return nj, nil
 }
+
+// batchRetry is how soon a seed of a batch still being stored comes
+// back: a batch's publish takes milliseconds, and one older than
+// jobstore.BatchWindow is abandoned by the next claim that meets it.
+const batchRetry = 50 * time.Millisecond
 
 // errRedelivered marks a held ready message that came back while its job
 // is still active from the claim that held it.

@@ -395,3 +395,84 @@ func TestRetryAfterUnwrittenRecordIsNotADuplicate(t *testing.T) {
 		}
 	}
 }
+
+// Issue 17, batches of server-made ids (jobstore/batchmark.go): the crash
+// point between a batch's stored seeds and its commit. Another process
+// neither hands out nor shows a job of the uncommitted batch; once the
+// batch is older than its window, a fetch abandons it and drops its seeds,
+// and the jobs never exist.
+func TestUncommittedBatchIsNeverFetched(t *testing.T) {
+	t.Parallel()
+	s := natstest.RunServer(t)
+	_, js1 := natstest.Connect(t, s)
+	a := setupCfg(t, js1, admission.Config{})
+	_, js2 := natstest.Connect(t, s)
+	b := setupCfg(t, js2, admission.Config{})
+	b.svc.Store().SetBatchWindow(2 * time.Second)
+	ctx := testCtx(t)
+	var batch []*ojs.Job
+	for i := range 3 {
+		batch = append(batch, mustParse(t, fmt.Sprintf(`{"type":"b.t","args":[%d],"queue":"uncommitted"}`, i)))
+	}
+	jobs, err := a.svc.EnqueueBatch(ctx, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ready, err := js1.Stream(ctx, topology.ReadyStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := ready.GetLastMsgForSubject(ctx, topology.ReadyIDFilter(jobs[0].ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := jobstore.BatchOf(m.Header)
+	if id == "" {
+		t.Fatal("a batch of server-made ids was stored without a batch marker")
+	}
+	// The same stored seeds under a pending marker: what a publisher that
+	// died before its commit leaves.
+	kv, err := js1.KeyValue(ctx, topology.BatchesBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Create(ctx, "b."+id, []byte(`{"state":"pending","jobs":3}`)); err != nil {
+		t.Fatal(err)
+	}
+	if got := fetch1(t, b, "uncommitted"); got != nil {
+		t.Fatalf("fetched %s of an uncommitted batch", got.ID)
+	}
+	for _, j := range jobs {
+		if got, err := b.svc.Get(ctx, j.ID); !errors.Is(err, ojs.ErrNotFound) {
+			t.Fatalf("GET %s of an uncommitted batch: %v %+v", j.ID, err, got)
+		}
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		if got := fetch1(t, b, "uncommitted"); got != nil {
+			t.Fatalf("fetched %s of an abandoned batch", got.ID)
+		}
+		e, err := kv.Get(ctx, "b."+id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		left := 0
+		for _, j := range jobs {
+			if _, err := ready.GetLastMsgForSubject(ctx, topology.ReadyIDFilter(j.ID)); err == nil {
+				left++
+			}
+		}
+		if string(e.Value()) == `{"state":"aborted","jobs":3}` && left == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("batch marker %s and %d seeds left, want aborted and none", e.Value(), left)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for _, j := range jobs {
+		if got, err := b.svc.Get(ctx, j.ID); !errors.Is(err, ojs.ErrNotFound) {
+			t.Fatalf("GET %s of an abandoned batch: %v %+v", j.ID, err, got)
+		}
+	}
+}

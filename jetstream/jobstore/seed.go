@@ -256,6 +256,11 @@ func (s *Store) PublishSeedBatch(ctx context.Context, jobs []*ojs.Job, named map
 			ids = append(ids, j.ID)
 		}
 	}
+	if len(ids) == 0 {
+		// Ids the server made cannot be taken: no check inside the
+		// batch, so no atomic batch either (batchmark.go).
+		return s.publishMarkedBatch(ctx, jobs)
+	}
 	expect := map[string]uint64{} // ready messages of named ids that hold no job (freeID)
 	for range 4 {
 		msgs := make([]*nats.Msg, len(jobs))
@@ -473,6 +478,16 @@ func (s *Store) readySeed(ctx context.Context, id string, r recordRead) (*ojs.Jo
 	j := SeedOf(m.Header, m.Data)
 	if j == nil || (j.Rev != r.marker && !r.refused) {
 		return nil, nil
+	}
+	if b := BatchOf(m.Header); b != "" {
+		// A seed of a batch not committed is not a job (yet).
+		state, _, err := s.SeedBatch(ctx, b)
+		if err != nil {
+			return nil, err
+		}
+		if state != BatchCommitted {
+			return nil, nil
+		}
 	}
 	j.Rev = r.marker
 	return j, nil

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -43,6 +44,9 @@ type Store struct {
 	// jobs is the stream behind bucket OJS_JOBS (seed.go).
 	jobsMu sync.Mutex
 	jobs   jetstream.Stream
+	// committed remembers batches known committed (batchmark.go).
+	committed committedBatches
+	window    atomic.Int64 // SetBatchWindow
 }
 
 // New returns a Store over assets created by topology.Ensure.

@@ -49,6 +49,8 @@ type Assets struct {
 	Workers jetstream.KeyValue
 	// Unique holds unique job keys (UniqueBucket).
 	Unique jetstream.KeyValue
+	// Batches holds the markers of batches being stored (BatchesBucket).
+	Batches jetstream.KeyValue
 	// Cron holds the cron job definitions (CronBucket) and CronTicks
 	// their tick schedules (CronStream), both owned by admission/cron.
 	Cron      jetstream.KeyValue
@@ -103,6 +105,11 @@ func ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Assets, e
 			// the marker left when one expires is kept this long.
 			markers = time.Hour
 		}
+		if name == BatchesBucket {
+			// A batch's commit purges its marker; the purge's own marker
+			// expires (per-message TTL).
+			markers = time.Minute
+		}
 		if name == UniqueBucket || name == WorkflowsBucket {
 			// Unique keys with a period expire with it, finished workflow
 			// records after their retention (per-message TTL).
@@ -136,6 +143,7 @@ func ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Assets, e
 	kv(UniqueBucket, "jetgate unique job keys, key = escaped uniqueness key", &a.Unique)
 	kv(CronBucket, "jetgate cron job definitions, key = escaped cron name", &a.Cron)
 	kv(WorkflowsBucket, "jetgate workflow records, key = workflow id", &a.Workflows)
+	kv(BatchesBucket, "jetgate markers of job batches being stored, key = b.<batch id>", &a.Batches)
 	if err != nil {
 		return nil, err
 	}
@@ -149,7 +157,7 @@ func ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Assets, e
 		for _, b := range []struct {
 			name string
 			dst  *jetstream.KeyValue
-		}{{JobsBucket, &a.Jobs}, {QueuesBucket, &a.Queues}, {DeadBucket, &a.Dead}, {LimitsBucket, &a.Limits}, {GroupsBucket, &a.Groups}, {WorkersBucket, &a.Workers}, {UniqueBucket, &a.Unique}, {CronBucket, &a.Cron}, {WorkflowsBucket, &a.Workflows}} {
+		}{{JobsBucket, &a.Jobs}, {QueuesBucket, &a.Queues}, {DeadBucket, &a.Dead}, {LimitsBucket, &a.Limits}, {GroupsBucket, &a.Groups}, {WorkersBucket, &a.Workers}, {UniqueBucket, &a.Unique}, {CronBucket, &a.Cron}, {WorkflowsBucket, &a.Workflows}, {BatchesBucket, &a.Batches}} {
 			if *b.dst, err = leaderReads(ctx, js, b.name); err != nil {
 				return nil, err
 			}

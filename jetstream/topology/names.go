@@ -39,6 +39,10 @@ const (
 	// WorkflowsBucket holds one record per workflow (admission/workflow),
 	// key = workflow id; every change is a compare-and-swap on its revision.
 	WorkflowsBucket = "OJS_WORKFLOWS"
+	// BatchesBucket holds the markers of batches of new jobs being stored
+	// (jobstore/batchmark.go): key b.<batch id>, present while the batch
+	// is pending or after it was aborted, gone once it committed.
+	BatchesBucket = "OJS_BATCHES"
 	// WorkflowTimerStream holds each active workflow's check timer: a
 	// message schedule on ojs.wftimer.<workflow id> firing to
 	// WorkflowFiredSubject, consumed by WorkflowTimerConsumer.
