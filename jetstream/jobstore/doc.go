@@ -271,16 +271,32 @@
 //     subjects, file storage, 2-core VM under heavy load from other work,
 //     2026-11-25): an atomic batch of 100 took 28.6 ms (3.5k jobs/s); the
 //     same 100 messages published pipelined and awaited, then one commit
-//     marker stored, 3.5 ms (28.2k jobs/s). The marker scheme needs a
-//     marker that lives as long as the longest-waiting job of its batch,
-//     and a claim that reads it; the atomic batch needs nothing. Built: a
-//     batch of available jobs is one atomic batch of seeds on OJS_READY
+//     marker stored, 3.5 ms (28.2k jobs/s). Where the atomic batch's time
+//     goes: on file storage nats-server stages every message of a batch
+//     in a file store of its own before the commit (stream.go, "persist
+//     everything to survive hard kills"): a directory, files, an fsync
+//     and their removal per batch, the mkdir/openat/fsync/unlinkat in the
+//     drain-http CPU profile. Built, in two forms:
+//   - A batch whose ids the server made (what the official SDKs send) is
+//     its seeds under a pending marker (batchmark.go): a marker created in
+//     OJS_BATCHES (awaited), the seeds published pipelined naming the
+//     batch (header Ojs-Batch), the commit a compare-and-swap purge of the
+//     marker. A seed whose batch is pending or aborted is no job to a claim
+//     or a GET; a batch pending longer than BatchWindow (30 s) is abandoned
+//     by the reader that meets it (compare-and-swap to aborted, which a
+//     late commit then loses), and aborted seeds are dropped. The marker
+//     lives only while the batch is pending (a committed batch is the
+//     marker's absence), so nothing has to outlive the batch's jobs; each
+//     process reads a batch's marker once (committed batches are
+//     remembered). Cost: one stored write per job plus two per batch, three
+//     round trips per batch. A failed batch leaves its aborted marker (a
+//     few bytes) for good: its leftover seeds may sit in a level nobody
+//     fetches, and the marker is what keeps them from being jobs.
+//   - A batch naming ids is one atomic batch of seeds on OJS_READY
 //     (AllowAtomicPublish on): all or none by the server, one stored
-//     write per job (before: the ready messages pipelined, then an atomic
-//     batch of records). Client-named ids expect no other ready message
-//     of the id inside the batch, and their record subjects are read in
-//     one batched get once it landed. HTTP batch insert measured after the
-//     change: see the README's table (bench drain-http, insert jobs/s).
+//     write per job. Client-named ids expect no other ready message of the
+//     id inside the batch, and their record subjects are read in one
+//     batched get once it landed.
 //     Batches with a scheduled or pending job keep records from the start.
 //
 // Operators with the nats CLI see one subject per available job: nats
