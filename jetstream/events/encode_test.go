@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
 
 	"github.com/jetgate/jetgate/admission/ojs"
 )
@@ -60,6 +61,34 @@ func referenceMergeData(d *jobData, extra map[string]any) (map[string]json.RawMe
 		m[k] = vb
 	}
 	return m, nil
+}
+
+// referencePublishJob is PublishJob as it was before the hand-written
+// encoder, for BenchmarkPublishJob: a heap jobData, uuid.NewV7, and
+// json.Marshal of the envelope.
+func referencePublishJob(p *Publisher, eventType string, job *ojs.Job) {
+	d := new(jobData)
+	p.fillJobData(d, eventType, job)
+	_, tp := traceMeta(job.Meta)
+	id, err := uuid.NewV7()
+	if err != nil {
+		p.drop(eventType, job.ID, "event id", err)
+		return
+	}
+	b, err := referenceEnvelope(id, eventType, p.cfg.Source, job.ID, p.cfg.Now(), d)
+	if err != nil {
+		p.drop(eventType, job.ID, "encode", err)
+		return
+	}
+	msg := &nats.Msg{Subject: subjectOf(eventType), Data: b}
+	if tp != "" {
+		msg.Header = nats.Header{"traceparent": []string{tp}}
+	}
+	if err := p.nc.PublishMsg(msg); err != nil {
+		p.drop(eventType, job.ID, "publish", err)
+		return
+	}
+	p.published.Add(1)
 }
 
 // encodeCase is one input of the differential tests.
@@ -337,5 +366,38 @@ func TestEventIDs(t *testing.T) {
 				t.Fatalf("id %s has time %d ms, now is %d ms", parsed, ms, before)
 			}
 		}
+	}
+}
+
+// BenchmarkEventEncoding compares the encoder with json.Marshal of the
+// envelope, without NATS.
+func BenchmarkEventEncoding(b *testing.B) {
+	p := testPublisher(testSource)
+	now := ojs.NewTime(testNow)
+	job := &ojs.Job{ID: "job-1", Type: "email.send", Queue: "email", Attempt: 1, StartedAt: now, CompletedAt: now,
+		Result: json.RawMessage(`{"message_id":"msg_abc123"}`)}
+	for _, typ := range []string{TypeJobEnqueued, TypeJobStarted, TypeJobCompleted} {
+		b.Run("reference/"+typ, func(b *testing.B) {
+			b.ReportAllocs()
+			for range b.N {
+				d := new(jobData)
+				p.fillJobData(d, typ, job)
+				if _, err := referenceEnvelope(testEventID, typ, testSource, job.ID, testNow, d); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("appender/"+typ, func(b *testing.B) {
+			b.ReportAllocs()
+			buf := make([]byte, 0, 1024)
+			for range b.N {
+				var d jobData
+				p.fillJobData(&d, typ, job)
+				var err error
+				if buf, err = appendEnvelope(buf[:0], &testEventID, typ, testSource, job.ID, testNow, &d, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
