@@ -2,8 +2,10 @@ package events
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -400,4 +402,152 @@ func BenchmarkEventEncoding(b *testing.B) {
 			}
 		})
 	}
+}
+
+// fuzzTypes are the event types FuzzEventEncoding picks from.
+var fuzzTypes = []string{
+	TypeJobEnqueued, TypeJobStarted, TypeJobCompleted, TypeJobFailed, TypeJobDiscarded, TypeJobRetrying,
+	TypeJobCancelled, TypeJobHeartbeat, TypeJobScheduled, TypeJobExpired, TypeJobProgress, "x.custom", "",
+}
+
+// fuzzJob is the input of FuzzEventEncoding: a job event in primitive
+// fields.
+type fuzzJob struct {
+	typ                               uint8 // index into fuzzTypes
+	jobType, queue, id, workerID      string
+	result                            []byte
+	code, message                     string
+	backtrace, meta                   []byte
+	at                                string // scheduled_at, next_attempt_at, lease and expires_at, when RFC 3339
+	priority, attempt                 int
+	startMs, endMs, createdMs         int64 // endMs is also the clock (with createdMs's last digits as ns)
+	flags                             uint8 // fuzzStarted ...
+	retryableSet, retryable, errsList bool
+	extraKey, extraValue, source      string
+}
+
+// Bits of fuzzJob.flags.
+const (
+	fuzzStarted = 1 << iota
+	fuzzCompleted
+	fuzzCreated
+	fuzzStateRetryable
+	fuzzError
+	fuzzExtra
+)
+
+// fuzzArgs turns a corpus case into a fuzz input, as far as it goes.
+func fuzzArgs(c encodeCase) fuzzJob {
+	j := c.job
+	in := fuzzJob{
+		typ: uint8(max(slices.Index(fuzzTypes, c.eventType), 0)), jobType: j.Type, queue: j.Queue, id: j.ID,
+		workerID: j.WorkerID, result: j.Result, meta: j.Meta, priority: j.Priority, attempt: j.Attempt, source: testSource,
+	}
+	e := j.Error
+	if e == nil && len(j.Errors) > 0 {
+		e, in.errsList = &j.Errors[len(j.Errors)-1], true
+	}
+	if e != nil {
+		in.flags |= fuzzError
+		in.code, in.message, in.backtrace = cmp.Or(e.Code, e.Type), e.Message, e.Backtrace
+		if e.Retryable != nil {
+			in.retryableSet, in.retryable = true, *e.Retryable
+		}
+	}
+	for _, t := range []*ojs.Time{j.ScheduledAt, j.NextAttemptAt, j.Internal.LeaseUntil, j.ExpiresAt} {
+		if t != nil {
+			in.at = t.Text()
+			break
+		}
+	}
+	if j.StartedAt != nil {
+		in.flags, in.startMs = in.flags|fuzzStarted, j.StartedAt.UnixMilli()
+	}
+	if j.CompletedAt != nil {
+		in.flags, in.endMs = in.flags|fuzzCompleted, j.CompletedAt.UnixMilli()
+	}
+	if j.CreatedAt != nil {
+		in.flags, in.createdMs = in.flags|fuzzCreated, j.CreatedAt.UnixMilli()
+	}
+	if j.State == ojs.StateRetryable {
+		in.flags |= fuzzStateRetryable
+	}
+	for k, v := range c.extra {
+		if s, ok := v.(string); ok {
+			in.flags, in.extraKey, in.extraValue = in.flags|fuzzExtra, k, s
+			break
+		}
+	}
+	return in
+}
+
+// job returns the job and extra fields of a fuzz input.
+func (in fuzzJob) job() (string, *ojs.Job, map[string]any) {
+	j := &ojs.Job{
+		ID: in.id, Type: in.jobType, Queue: in.queue, WorkerID: in.workerID, Result: in.result, Meta: in.meta,
+		Priority: in.priority, Attempt: in.attempt, MaxAttempts: in.attempt + 1, State: ojs.StateActive,
+	}
+	var at ojs.Time
+	if at.UnmarshalJSON([]byte(`"`+in.at+`"`)) == nil {
+		j.ScheduledAt, j.NextAttemptAt, j.Internal.LeaseUntil, j.ExpiresAt = &at, &at, &at, &at
+	}
+	if in.flags&fuzzStarted != 0 {
+		j.StartedAt = ojs.NewTime(time.UnixMilli(in.startMs))
+	}
+	if in.flags&fuzzCompleted != 0 {
+		j.CompletedAt = ojs.NewTime(time.UnixMilli(in.endMs))
+	}
+	if in.flags&fuzzCreated != 0 {
+		j.CreatedAt = ojs.NewTime(time.UnixMilli(in.createdMs))
+	}
+	if in.flags&fuzzStateRetryable != 0 {
+		j.State = ojs.StateRetryable
+	}
+	if in.flags&fuzzError != 0 {
+		e := ojs.JobError{Code: in.code, Message: in.message, Backtrace: in.backtrace}
+		if in.retryableSet {
+			e.Retryable = &in.retryable
+		}
+		if in.errsList {
+			j.Errors = []ojs.JobError{{Code: "earlier"}, e}
+		} else {
+			j.Error = &e
+		}
+	}
+	var extra map[string]any
+	if in.flags&fuzzExtra != 0 {
+		extra = map[string]any{in.extraKey: in.extraValue}
+	}
+	return fuzzTypes[int(in.typ)%len(fuzzTypes)], j, extra
+}
+
+// FuzzEventEncoding checks the encoder against json.Marshal of the
+// envelope struct, as TestEncodeMatchesReflection does, on job events
+// built from fuzzed fields; the seeds are that test's corpus.
+func FuzzEventEncoding(f *testing.F) {
+	for _, c := range encodeCorpus(f) {
+		in := fuzzArgs(c)
+		f.Add(in.typ, in.jobType, in.queue, in.id, in.workerID, in.result, in.code, in.message, in.backtrace, in.meta,
+			in.at, in.priority, in.attempt, in.startMs, in.endMs, in.createdMs, in.flags, in.retryableSet, in.retryable,
+			in.errsList, in.extraKey, in.extraValue, in.source)
+	}
+	f.Fuzz(func(t *testing.T, typ uint8, jobType, queue, id, workerID string, result []byte, code, message string,
+		backtrace, meta []byte, at string, priority, attempt int, startMs, endMs, createdMs int64, flags uint8,
+		retryableSet, retryable, errsList bool, extraKey, extraValue, source string) {
+		in := fuzzJob{
+			typ: typ, jobType: jobType, queue: queue, id: id, workerID: workerID, result: result, code: code,
+			message: message, backtrace: backtrace, meta: meta, at: at, priority: priority, attempt: attempt,
+			startMs: startMs, endMs: endMs, createdMs: createdMs, flags: flags, retryableSet: retryableSet,
+			retryable: retryable, errsList: errsList, extraKey: extraKey, extraValue: extraValue, source: source,
+		}
+		eventType, job, extra := in.job()
+		c := encodeCase{eventType: eventType, job: job, extra: extra}
+		eventID := testEventID
+		eventID[15] = typ
+		now := time.UnixMilli(endMs).Add(time.Duration(createdMs % 1e6))
+		p := testPublisher(source)
+		p.cfg.Now = func() time.Time { return now }
+		got, want, gotErr, wantErr := encodeBoth(p, c, eventID, now)
+		checkSame(t, eventType, got, want, gotErr, wantErr)
+	})
 }
