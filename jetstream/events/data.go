@@ -69,22 +69,25 @@ func (p *Publisher) PublishJob(eventType string, job *ojs.Job, extra map[string]
 	if p == nil || job == nil {
 		return
 	}
-	d := p.jobData(eventType, job)
+	var d jobData
+	p.fillJobData(&d, eventType, job)
 	_, tp := traceMeta(job.Meta)
 	if len(extra) == 0 {
-		p.publish(eventType, job.ID, d, tp)
+		p.publish(eventType, job.ID, &d, nil, tp)
 		return
 	}
-	merged, err := mergeData(d, extra)
+	merged, err := mergeData(&d, extra)
 	if err != nil {
 		p.drop(eventType, job.ID, "encode extra", err)
 		return
 	}
-	p.publish(eventType, job.ID, merged, tp)
+	p.publish(eventType, job.ID, nil, merged, tp)
 }
 
-func (p *Publisher) jobData(eventType string, job *ojs.Job) *jobData {
-	d := &jobData{JobType: job.Type, Queue: job.Queue, TraceID: traceID(job.Meta)}
+// fillJobData fills d, a zero jobData, with the data of eventType about
+// job.
+func (p *Publisher) fillJobData(d *jobData, eventType string, job *ojs.Job) {
+	d.JobType, d.Queue, d.TraceID = job.Type, job.Queue, traceID(job.Meta)
 	if d.Queue == "" {
 		d.Queue = ojs.DefaultQueue
 	}
@@ -119,7 +122,6 @@ func (p *Publisher) jobData(eventType string, job *ojs.Job) *jobData {
 	case TypeJobExpired:
 		p.expiredData(d, job)
 	}
-	return d
 }
 
 // runMs is the run time of job's attempt in milliseconds: from started_at to
@@ -229,9 +231,9 @@ func traceMeta(meta json.RawMessage) (id, traceparent string) {
 }
 
 // mergeData returns d as a JSON object with the keys of extra added or
-// replaced.
+// replaced. It is rare enough to go through encoding/json.
 func mergeData(d *jobData, extra map[string]any) (map[string]json.RawMessage, error) {
-	b, err := json.Marshal(d)
+	b, err := d.appendJSON(nil)
 	if err != nil {
 		return nil, err
 	}

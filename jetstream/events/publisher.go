@@ -3,7 +3,6 @@ package events
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,11 +11,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/jetgate/jetgate/admission/ojs"
 	"github.com/jetgate/jetgate/jetstream/topology"
 )
 
@@ -136,6 +133,7 @@ type Publisher struct {
 	js  jetstream.JetStream
 	cfg Config
 	cap *capture // nil with Config.Stream
+	ids idGen
 
 	published atomic.Uint64
 	dropped   atomic.Uint64
@@ -234,57 +232,39 @@ func (p *Publisher) Stats() Stats {
 	return Stats{Published: p.published.Load(), Dropped: p.dropped.Load()}
 }
 
-// envelope is ojs.Event with data encoded in the same pass.
-type envelope struct {
-	SpecVersion     string   `json:"specversion"`
-	ID              string   `json:"id"`
-	Type            string   `json:"type"`
-	Source          string   `json:"source"`
-	Time            ojs.Time `json:"time"`
-	Subject         string   `json:"subject,omitempty"`
-	DataContentType string   `json:"datacontenttype"`
-	Data            any      `json:"data"`
-}
-
 // Publish emits one event of eventType about subject (the job id for job
 // events, the queue name for queue events) with data as its payload; data
 // must encode as a JSON object. It publishes with core NATS on
 // topology.EventSubject(eventType) and returns at once: failures are logged
 // at debug level and counted in Stats, never returned.
 func (p *Publisher) Publish(eventType, subject string, data any) {
-	p.publish(eventType, subject, data, "")
+	p.publish(eventType, subject, nil, data, "")
 }
 
 // publish is Publish with the W3C traceparent header of the event's job
-// ("" for none).
-func (p *Publisher) publish(eventType, subject string, data any, traceparent string) {
+// ("" for none); its data is jd when not nil, else data.
+func (p *Publisher) publish(eventType, subject string, jd *jobData, data any, traceparent string) {
 	if p == nil {
 		return
 	}
-	id, err := uuid.NewV7()
-	if err != nil {
-		p.drop(eventType, subject, "event id", err)
-		return
-	}
-	b, err := json.Marshal(envelope{
-		SpecVersion:     SpecVersion,
-		ID:              IDPrefix + id.String(),
-		Type:            eventType,
-		Source:          p.cfg.Source,
-		Time:            ojs.Time{Time: p.cfg.Now().UTC().Truncate(time.Millisecond)},
-		Subject:         subject,
-		DataContentType: ContentType,
-		Data:            data,
-	})
+	id := p.ids.next()
+	bp := bufPool.Get().(*[]byte)
+	defer func() {
+		if cap(*bp) <= maxPooledBuf {
+			bufPool.Put(bp)
+		}
+	}()
+	b, err := appendEnvelope((*bp)[:0], &id, eventType, p.cfg.Source, subject, p.cfg.Now(), jd, data)
 	if err != nil {
 		p.drop(eventType, subject, "encode", err)
 		return
 	}
+	*bp = b
 	msg := &nats.Msg{Subject: subjectOf(eventType), Data: b}
 	if traceparent != "" {
 		msg.Header = nats.Header{"traceparent": []string{traceparent}}
 	}
-	if err := p.nc.PublishMsg(msg); err != nil {
+	if err := p.nc.PublishMsg(msg); err != nil { // copies b (bufPool)
 		p.drop(eventType, subject, "publish", err)
 		return
 	}

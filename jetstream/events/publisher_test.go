@@ -340,6 +340,9 @@ func TestEnsureIdempotent(t *testing.T) {
 	}
 }
 
+// BenchmarkPublishJob publishes the three events every job has, with
+// the encoder ("appender") and as before it ("reference": uuid.NewV7 and
+// json.Marshal of the envelope, referencePublishJob).
 func BenchmarkPublishJob(b *testing.B) {
 	s := natstest.RunServer(b)
 	nc, js := natstest.Connect(b, s)
@@ -348,14 +351,27 @@ func BenchmarkPublishJob(b *testing.B) {
 		b.Fatal(err)
 	}
 	now := ojs.NewTime(time.Now())
-	job := &ojs.Job{ID: "job-1", Type: "email.send", Queue: "email", Attempt: 1, StartedAt: now, CompletedAt: now}
-	for _, typ := range []string{TypeJobEnqueued, TypeJobCompleted} {
-		b.Run(typ, func(b *testing.B) {
-			b.ReportAllocs()
-			for range b.N {
-				p.PublishJob(typ, job, nil)
-			}
-		})
+	job := &ojs.Job{ID: "job-1", Type: "email.send", Queue: "email", Attempt: 1, StartedAt: now, CompletedAt: now,
+		WorkerID: "worker-1", Result: json.RawMessage(`{"message_id":"msg_abc123"}`)}
+	paths := []struct {
+		name    string
+		publish func(eventType string)
+	}{
+		{"reference", func(typ string) { referencePublishJob(p, typ, job) }},
+		{"appender", func(typ string) { p.PublishJob(typ, job, nil) }},
+	}
+	for _, path := range paths {
+		for _, typ := range []string{TypeJobEnqueued, TypeJobStarted, TypeJobCompleted} {
+			b.Run(path.name+"/"+typ, func(b *testing.B) {
+				b.ReportAllocs()
+				for range b.N {
+					path.publish(typ)
+				}
+			})
+		}
+	}
+	if st := p.Stats(); st.Dropped != 0 {
+		b.Errorf("stats = %+v", st)
 	}
 }
 

@@ -1,0 +1,244 @@
+package events
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jetgate/jetgate/admission/ojs"
+)
+
+// Every job publishes several events, so the envelope and the job event
+// data have a hand-written encoder: encoding/json's reflection over the
+// envelope and its data was three quarters of an event's cost (issue 17).
+// The output is, byte for byte, what json.Marshal writes for the
+// envelope struct {SpecVersion, ID, Type, Source, Time, Subject
+// (omitempty), DataContentType, Data} with the json tags of its
+// fields and of jobData and errorData: same field order, same omitempty,
+// strings escaped as encoding/json escapes them (HTML-safe, invalid UTF-8
+// replaced, U+2028 and U+2029 escaped), raw JSON validated, compacted and
+// HTML-escaped as encoding/json does for a json.RawMessage. Other data
+// (Publish's, and PublishJob's with extra fields) still goes through
+// encoding/json. A field added to jobData or errorData must be added here
+// too: TestEncodeMatchesReflection and FuzzEventEncoding fail until it is.
+
+// appendEnvelope appends the JSON envelope of an event. Its data is
+// jd when not nil, else data encoded by encoding/json.
+func appendEnvelope(b []byte, id *[16]byte, eventType, source, subject string, at time.Time, jd *jobData, data any) ([]byte, error) {
+	b = append(b, `{"specversion":`...)
+	b = appendString(b, SpecVersion)
+	b = append(b, `,"id":"`+IDPrefix...)
+	b = appendUUID(b, id)
+	b = append(b, `","type":`...)
+	b = appendString(b, eventType)
+	b = append(b, `,"source":`...)
+	b = appendString(b, source)
+	b = append(b, `,"time":"`...)
+	b = at.UTC().Truncate(time.Millisecond).AppendFormat(b, ojs.TimeFormat)
+	b = append(b, '"')
+	if subject != "" {
+		b = append(b, `,"subject":`...)
+		b = appendString(b, subject)
+	}
+	b = append(b, `,"datacontenttype":`...)
+	b = appendString(b, ContentType)
+	b = append(b, `,"data":`...)
+	if jd != nil {
+		var err error
+		if b, err = jd.appendJSON(b); err != nil {
+			return nil, err
+		}
+		return append(b, '}'), nil
+	}
+	v, err := json.Marshal(data)
+	if err != nil {
+		return nil, err
+	}
+	b = append(b, v...)
+	return append(b, '}'), nil
+}
+
+// appendJSON appends d as json.Marshal writes it.
+func (d *jobData) appendJSON(b []byte) ([]byte, error) {
+	b = append(b, `{"job_type":`...)
+	b = appendString(b, d.JobType)
+	b = append(b, `,"queue":`...)
+	b = appendString(b, d.Queue)
+	if d.Priority != nil {
+		b = strconv.AppendInt(append(b, `,"priority":`...), int64(*d.Priority), 10)
+	}
+	if d.WorkerID != nil {
+		b = appendString(append(b, `,"worker_id":`...), *d.WorkerID)
+	}
+	b = appendIntPtr(b, `,"attempt":`, d.Attempt)
+	b = appendIntPtr(b, `,"max_attempts":`, d.MaxAttempts)
+	b = appendIntPtr(b, `,"total_attempts":`, d.TotalAttempts)
+	if d.DurationMs != nil {
+		b = strconv.AppendInt(append(b, `,"duration_ms":`...), *d.DurationMs, 10)
+	}
+	if len(d.Result) > 0 {
+		var err error
+		if b, err = appendRaw(append(b, `,"result":`...), d.Result); err != nil {
+			return nil, err
+		}
+	}
+	if d.Error != nil {
+		b = d.Error.appendJSON(append(b, `,"error":`...))
+	}
+	if d.LastError != nil {
+		b = d.LastError.appendJSON(append(b, `,"last_error":`...))
+	}
+	b = appendTimePtr(b, `,"next_retry_at":`, d.NextRetryAt)
+	b = appendTimePtr(b, `,"scheduled_at":`, d.ScheduledAt)
+	b = appendTimePtr(b, `,"visible_until":`, d.VisibleUntil)
+	b = appendTimePtr(b, `,"created_at":`, d.CreatedAt)
+	b = appendTimePtr(b, `,"expired_at":`, d.ExpiredAt)
+	if d.TTLMs != nil {
+		b = strconv.AppendInt(append(b, `,"ttl_ms":`...), *d.TTLMs, 10)
+	}
+	if d.TraceID != "" {
+		b = appendString(append(b, `,"trace_id":`...), d.TraceID)
+	}
+	return append(b, '}'), nil
+}
+
+// appendJSON appends e as json.Marshal writes it.
+func (e *errorData) appendJSON(b []byte) []byte {
+	b = append(b, `{"code":`...)
+	b = appendString(b, e.Code)
+	b = append(b, `,"message":`...)
+	b = appendString(b, e.Message)
+	if e.Retryable != nil {
+		b = strconv.AppendBool(append(b, `,"retryable":`...), *e.Retryable)
+	}
+	if e.StackTrace != "" {
+		b = appendString(append(b, `,"stack_trace":`...), e.StackTrace)
+	}
+	return append(b, '}')
+}
+
+func appendIntPtr(b []byte, key string, v *int) []byte {
+	if v == nil {
+		return b
+	}
+	return strconv.AppendInt(append(b, key...), int64(*v), 10)
+}
+
+// appendTimePtr appends key and t as ojs.Time's MarshalJSON writes it
+// (its Text, which is RFC 3339 and so needs no escaping; appendString
+// escapes as encoding/json's compaction of MarshalJSON output would).
+func appendTimePtr(b []byte, key string, t *ojs.Time) []byte {
+	if t == nil {
+		return b
+	}
+	return appendString(append(b, key...), t.Text())
+}
+
+// errInvalidRaw is the error of a raw JSON value that is not valid JSON.
+var errInvalidRaw = errors.New("events: invalid JSON in raw message")
+
+// appendRaw appends the raw JSON value raw as encoding/json writes a
+// json.RawMessage: validated, compacted, and with <, >, &, U+2028 and
+// U+2029 escaped (encoding/json escapes them in raw messages too, unlike
+// json.Compact).
+func appendRaw(b, raw []byte) ([]byte, error) {
+	if !rawNeedsRewrite(raw) {
+		if !json.Valid(raw) {
+			return nil, errInvalidRaw
+		}
+		return append(b, raw...), nil
+	}
+	var c bytes.Buffer
+	if err := json.Compact(&c, raw); err != nil {
+		return nil, err
+	}
+	out := bytes.NewBuffer(b)
+	json.HTMLEscape(out, c.Bytes())
+	return out.Bytes(), nil
+}
+
+// rawNeedsRewrite reports whether raw may hold whitespace that compacting
+// removes or characters that encoding/json escapes.
+func rawNeedsRewrite(raw []byte) bool {
+	for _, c := range raw {
+		switch c {
+		case ' ', '\t', '\n', '\r', '<', '>', '&', 0xE2: // 0xE2: first byte of U+2028 and U+2029
+			return true
+		}
+	}
+	return false
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString appends s as a JSON string, escaped as encoding/json
+// escapes by default: HTML-safe (<, >, & as \u003c ...), invalid UTF-8 as
+// \ufffd, U+2028 and U+2029 escaped. It is ojs's (admission/ojs/encode.go),
+// which that package does not export.
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			b = appendEscapedByte(b, c)
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(append(b, s[start:i]...), `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(append(b, s[start:i]...), '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+// appendEscapedByte appends the escape of an ASCII byte appendString
+// does not copy as is.
+func appendEscapedByte(b []byte, c byte) []byte {
+	switch c {
+	case '\\', '"':
+		return append(b, '\\', c)
+	case '\n':
+		return append(b, '\\', 'n')
+	case '\r':
+		return append(b, '\\', 'r')
+	case '\t':
+		return append(b, '\\', 't')
+	case '\b':
+		return append(b, '\\', 'b')
+	case '\f':
+		return append(b, '\\', 'f')
+	}
+	return append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+}
+
+// bufPool holds the buffers events are encoded into. A buffer goes back
+// as soon as PublishMsg returns: nats.go copies the payload before that
+// (nats.go v1.55.0, nats.go: (*Conn).publish hands data to
+// nc.bw.appendBufs under nc.mu, and (*natsWriter).appendBufs appends it to
+// w.bufs, or writes it to w.pending while reconnecting; nothing keeps the
+// caller's slice).
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// maxPooledBuf is the largest buffer put back: an event with a huge result
+// should not pin its buffer.
+const maxPooledBuf = 64 << 10
