@@ -15,8 +15,10 @@ import (
 // has a hand-written encoder: encoding/json's reflection, plus the
 // validate-and-compact pass it runs over every MarshalJSON result, was a
 // tenth of jetgate's CPU per job (bench/). The output is what encoding/json
-// writes for the struct tags, field for field; raw JSON fields are
-// validated and compacted, and errors (rare, on failed attempts only) go
+// writes for the struct tags, field for field; raw JSON fields (args,
+// meta, result...) are validated and compacted but, unlike encoding/json,
+// not HTML-escaped: a client's "<b>" in args comes back as it was sent
+// (the same JSON value either way). Errors (rare, on failed attempts only) go
 // through encoding/json, and so do rate limit policies (small, and only on
 // the jobs that have one). A field added to Job must be added here too:
 // TestAppendJSONMatchesReflection fails until it is.
