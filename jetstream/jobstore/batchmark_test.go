@@ -143,3 +143,42 @@ func TestLateBatchAbortsItself(t *testing.T) {
 		}
 	}
 }
+
+// The batch marker on a replicated cluster (R3): a committed batch's jobs
+// are read through the stream leaders, an uncommitted one's are not jobs.
+func TestMarkedBatchOnCluster(t *testing.T) {
+	c := natstest.RunCluster(t, 3)
+	nc, js := c.Connect(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	assets, err := topology.Ensure(ctx, js, topology.Config{Replicas: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := New(nc, js, assets)
+	jobs := batchJobs(50, "cq")
+	if err := st.PublishSeedBatch(ctx, jobs, nil); err != nil {
+		t.Fatal(err)
+	}
+	reader := New(nc, js, assets) // no memory of the commit
+	for _, j := range jobs {
+		if got, _, err := reader.Get(ctx, j.ID); err != nil || !got.Seed {
+			t.Fatalf("Get %s after the commit: %v %+v", j.ID, err, got)
+		}
+	}
+	if _, err := assets.Batches.Create(ctx, batchKey("pending-r3"), []byte(`{"state":"pending","jobs":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	j := batchJobs(1, "cq")[0]
+	m, err := SeedMsg(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Header.Set(HeaderBatch, "pending-r3")
+	if _, err := js.PublishMsg(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, err := reader.Get(ctx, j.ID); !errors.Is(err, ojs.ErrNotFound) {
+		t.Fatalf("Get of a pending batch's job on R3: %v %+v", err, got)
+	}
+}
