@@ -352,8 +352,12 @@ var (
 	errInvalidRaw  = errors.New("invalid JSON in raw message")
 )
 
-// appendString appends s as a JSON string, escaped as encoding/json does
-// by default (HTML-safe, invalid UTF-8 replaced).
+// AppendString appends s as a JSON string, escaped as encoding/json does
+// by default (HTML-safe, invalid UTF-8 replaced, U+2028 and U+2029
+// escaped): the escaper of every hand-written encoder (this package's, and
+// the event encoder of jetstream/events).
+func AppendString(b []byte, s string) []byte { return appendString(b, s) }
+
 func appendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/jetgate/jetgate/admission/ojs"
 )
@@ -30,22 +29,22 @@ import (
 // jd when not nil, else data encoded by encoding/json.
 func appendEnvelope(b []byte, id *[16]byte, eventType, source, subject string, at time.Time, jd *jobData, data any) ([]byte, error) {
 	b = append(b, `{"specversion":`...)
-	b = appendString(b, SpecVersion)
+	b = ojs.AppendString(b, SpecVersion)
 	b = append(b, `,"id":"`+IDPrefix...)
 	b = appendUUID(b, id)
 	b = append(b, `","type":`...)
-	b = appendString(b, eventType)
+	b = ojs.AppendString(b, eventType)
 	b = append(b, `,"source":`...)
-	b = appendString(b, source)
+	b = ojs.AppendString(b, source)
 	b = append(b, `,"time":"`...)
 	b = at.UTC().Truncate(time.Millisecond).AppendFormat(b, ojs.TimeFormat)
 	b = append(b, '"')
 	if subject != "" {
 		b = append(b, `,"subject":`...)
-		b = appendString(b, subject)
+		b = ojs.AppendString(b, subject)
 	}
 	b = append(b, `,"datacontenttype":`...)
-	b = appendString(b, ContentType)
+	b = ojs.AppendString(b, ContentType)
 	b = append(b, `,"data":`...)
 	if jd != nil {
 		var err error
@@ -65,14 +64,14 @@ func appendEnvelope(b []byte, id *[16]byte, eventType, source, subject string, a
 // appendJSON appends d as json.Marshal writes it.
 func (d *jobData) appendJSON(b []byte) ([]byte, error) {
 	b = append(b, `{"job_type":`...)
-	b = appendString(b, d.JobType)
+	b = ojs.AppendString(b, d.JobType)
 	b = append(b, `,"queue":`...)
-	b = appendString(b, d.Queue)
+	b = ojs.AppendString(b, d.Queue)
 	if d.Priority != nil {
 		b = strconv.AppendInt(append(b, `,"priority":`...), int64(*d.Priority), 10)
 	}
 	if d.WorkerID != nil {
-		b = appendString(append(b, `,"worker_id":`...), *d.WorkerID)
+		b = ojs.AppendString(append(b, `,"worker_id":`...), *d.WorkerID)
 	}
 	b = appendIntPtr(b, `,"attempt":`, d.Attempt)
 	b = appendIntPtr(b, `,"max_attempts":`, d.MaxAttempts)
@@ -101,7 +100,7 @@ func (d *jobData) appendJSON(b []byte) ([]byte, error) {
 		b = strconv.AppendInt(append(b, `,"ttl_ms":`...), *d.TTLMs, 10)
 	}
 	if d.TraceID != "" {
-		b = appendString(append(b, `,"trace_id":`...), d.TraceID)
+		b = ojs.AppendString(append(b, `,"trace_id":`...), d.TraceID)
 	}
 	return append(b, '}'), nil
 }
@@ -109,14 +108,14 @@ func (d *jobData) appendJSON(b []byte) ([]byte, error) {
 // appendJSON appends e as json.Marshal writes it.
 func (e *errorData) appendJSON(b []byte) []byte {
 	b = append(b, `{"code":`...)
-	b = appendString(b, e.Code)
+	b = ojs.AppendString(b, e.Code)
 	b = append(b, `,"message":`...)
-	b = appendString(b, e.Message)
+	b = ojs.AppendString(b, e.Message)
 	if e.Retryable != nil {
 		b = strconv.AppendBool(append(b, `,"retryable":`...), *e.Retryable)
 	}
 	if e.StackTrace != "" {
-		b = appendString(append(b, `,"stack_trace":`...), e.StackTrace)
+		b = ojs.AppendString(append(b, `,"stack_trace":`...), e.StackTrace)
 	}
 	return append(b, '}')
 }
@@ -129,13 +128,13 @@ func appendIntPtr(b []byte, key string, v *int) []byte {
 }
 
 // appendTimePtr appends key and t as ojs.Time's MarshalJSON writes it
-// (its Text, which is RFC 3339 and so needs no escaping; appendString
+// (its Text, which is RFC 3339 and so needs no escaping; ojs.AppendString
 // escapes as encoding/json's compaction of MarshalJSON output would).
 func appendTimePtr(b []byte, key string, t *ojs.Time) []byte {
 	if t == nil {
 		return b
 	}
-	return appendString(append(b, key...), t.Text())
+	return ojs.AppendString(append(b, key...), t.Text())
 }
 
 // errInvalidRaw is the error of a raw JSON value that is not valid JSON.
@@ -171,64 +170,6 @@ func rawNeedsRewrite(raw []byte) bool {
 		}
 	}
 	return false
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendString appends s as a JSON string, escaped as encoding/json
-// escapes by default: HTML-safe (<, >, & as \u003c ...), invalid UTF-8 as
-// \ufffd, U+2028 and U+2029 escaped. It is ojs's (admission/ojs/encode.go),
-// which that package does not export.
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			b = appendEscapedByte(b, c)
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(append(b, s[start:i]...), `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(append(b, s[start:i]...), '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
-
-// appendEscapedByte appends the escape of an ASCII byte appendString
-// does not copy as is.
-func appendEscapedByte(b []byte, c byte) []byte {
-	switch c {
-	case '\\', '"':
-		return append(b, '\\', c)
-	case '\n':
-		return append(b, '\\', 'n')
-	case '\r':
-		return append(b, '\\', 'r')
-	case '\t':
-		return append(b, '\\', 't')
-	case '\b':
-		return append(b, '\\', 'b')
-	case '\f':
-		return append(b, '\\', 'f')
-	}
-	return append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
 }
 
 // bufPool holds the buffers events are encoded into. A buffer goes back

@@ -49,6 +49,8 @@ func (g *idGen) next() [16]byte {
 	return u
 }
 
+const hexDigits = "0123456789abcdef"
+
 // appendUUID appends u in its canonical text form,
 // xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx.
 func appendUUID(b []byte, u *[16]byte) []byte {
