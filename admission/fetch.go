@@ -319,7 +319,7 @@ func (s *Service) claim(ctx context.Context, msg jetstream.Msg, turn *claimTurn,
 	if b := jobstore.BatchOf(msg.Headers()); b != "" {
 		// A job of a batch is one only once the batch committed
 		// (jobstore/batchmark.go).
-		state, _, err := s.store.SeedBatch(ctx, b)
+		state, err := s.store.SeedBatch(ctx, b)
 		switch {
 		case err != nil:
 			return nil, err

@@ -189,17 +189,17 @@ func (s *Store) publishMarkedBatch(ctx context.Context, jobs []*ojs.Job) error {
 		}
 		// A reader abandoned the batch meanwhile: it is aborted.
 	}
-	s.abortBatch(id, rev, acks)
+	s.abortBatch(id, rev, len(jobs), acks)
 	return fmt.Errorf("enqueue batch: %w", Unavailable(failed))
 }
 
 // abortBatch marks batch id aborted at rev (if still pending there) and
 // removes the seeds that were stored (best effort: a seed left over is
 // dropped by whoever meets it).
-func (s *Store) abortBatch(id string, rev uint64, acks []*jetstream.PubAck) {
+func (s *Store) abortBatch(id string, rev uint64, n int, acks []*jetstream.PubAck) {
 	ctx, cancel := context.WithTimeout(context.Background(), defaultWait)
 	defer cancel()
-	mark, _ := json.Marshal(batchMarker{State: markerAborted})
+	mark, _ := json.Marshal(batchMarker{State: markerAborted, Jobs: n})
 	if _, err := s.assets.Batches.Update(ctx, batchKey(id), mark, rev); err != nil {
 		// Aborted by a reader already, or unreachable: a pending marker
 		// is abandoned by the next reader after BatchWindow.
@@ -214,44 +214,42 @@ func (s *Store) abortBatch(id string, rev uint64, acks []*jetstream.PubAck) {
 
 // SeedBatch tells what the batch of a seed is. A pending batch older than
 // BatchWindow is abandoned here (marked aborted, unless it committed or
-// was aborted meanwhile). age is how long a pending batch has been
-// pending.
-func (s *Store) SeedBatch(ctx context.Context, id string) (state BatchState, age time.Duration, err error) {
+// was aborted meanwhile).
+func (s *Store) SeedBatch(ctx context.Context, id string) (BatchState, error) {
 	if s.committed.has(id) {
-		return BatchCommitted, 0, nil
+		return BatchCommitted, nil
 	}
 	for range 3 {
 		e, err := s.assets.Batches.Get(ctx, batchKey(id))
 		switch {
 		case errors.Is(err, jetstream.ErrKeyNotFound):
 			s.committed.add(id)
-			return BatchCommitted, 0, nil
+			return BatchCommitted, nil
 		case err != nil:
-			return 0, 0, fmt.Errorf("read batch %s: %w", id, Unavailable(err))
+			return 0, fmt.Errorf("read batch %s: %w", id, Unavailable(err))
 		}
 		var m batchMarker
 		if err := json.Unmarshal(e.Value(), &m); err != nil {
-			return 0, 0, fmt.Errorf("read batch %s: %w", id, err)
+			return 0, fmt.Errorf("read batch %s: %w", id, err)
 		}
 		if m.State == markerAborted {
-			return BatchAborted, 0, nil
+			return BatchAborted, nil
 		}
-		age = time.Since(e.Created())
-		if age < s.batchWindow() {
-			return BatchPending, age, nil
+		if time.Since(e.Created()) < s.batchWindow() {
+			return BatchPending, nil
 		}
 		mark, _ := json.Marshal(batchMarker{State: markerAborted, Jobs: m.Jobs})
 		_, err = s.assets.Batches.Update(ctx, batchKey(id), mark, e.Revision())
 		switch {
 		case err == nil:
-			return BatchAborted, 0, nil
+			return BatchAborted, nil
 		case errors.Is(err, jetstream.ErrKeyExists), errors.Is(err, jetstream.ErrKeyRevisionMismatch):
 			continue // committed or aborted meanwhile: read again
 		default:
-			return 0, 0, fmt.Errorf("abandon batch %s: %w", id, Unavailable(err))
+			return 0, fmt.Errorf("abandon batch %s: %w", id, Unavailable(err))
 		}
 	}
-	return 0, 0, fmt.Errorf("read batch %s: %w: its marker kept changing", id, ErrConflict)
+	return 0, fmt.Errorf("read batch %s: %w: its marker kept changing", id, ErrConflict)
 }
 
 // cmpErr keeps the first error.

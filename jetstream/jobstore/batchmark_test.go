@@ -95,12 +95,12 @@ func TestMarkedBatchIsAllOrNothing(t *testing.T) {
 			t.Fatalf("Get %s of a pending batch: %v %+v, want not found", j.ID, err, got)
 		}
 	}
-	if state, _, err := reader.SeedBatch(ctx, id); err != nil || state != BatchPending {
+	if state, err := reader.SeedBatch(ctx, id); err != nil || state != BatchPending {
 		t.Fatalf("young uncommitted batch: %v %v, want pending", state, err)
 	}
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		state, _, err := reader.SeedBatch(ctx, id)
+		state, err := reader.SeedBatch(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}

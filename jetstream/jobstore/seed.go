@@ -481,7 +481,7 @@ func (s *Store) readySeed(ctx context.Context, id string, r recordRead) (*ojs.Jo
 	}
 	if b := BatchOf(m.Header); b != "" {
 		// A seed of a batch not committed is not a job (yet).
-		state, _, err := s.SeedBatch(ctx, b)
+		state, err := s.SeedBatch(ctx, b)
 		if err != nil {
 			return nil, err
 		}
