@@ -57,7 +57,14 @@ func (s *Service) acquire(ctx context.Context, q *bpQueue, cfg ojs.Backpressure,
 	case ojs.StrategyDropOldest:
 		err = s.acquireDropping(ctx, q, cfg, jobs)
 	default:
+		if q.certainlyFull(cfg, len(jobs), time.Now(), s.bp.trust) {
+			// backpressure_certain.go: no room can have come since a
+			// refusal; answer from it.
+			return s.refusedEarly(ctx, q, cfg, jobs)
+		}
+		a := q.startAttempt()
 		err = s.tryAcquire(ctx, q, cfg, jobs)
+		q.attempted(cfg, a, err)
 		if full, ok := errors.AsType[*fullError](err); ok {
 			err = s.rejected(ctx, q, cfg, full, jobs, 0)
 		}
@@ -298,9 +305,21 @@ func (s *Service) acquireDropping(ctx context.Context, q *bpQueue, cfg ojs.Backp
 	return s.rejected(ctx, q, cfg, full, jobs, 0)
 }
 
-// rejected records an overflow and builds the 429 error.
+// rejected records an overflow and builds the 429 error, with a fresh
+// reading of the queue's depth.
 func (s *Service) rejected(ctx context.Context, q *bpQueue, cfg ojs.Backpressure, full *fullError, jobs []*ojs.Job, waited time.Duration) error {
-	p := s.observe(ctx, q, cfg, true)
+	return s.refusal(ctx, q, cfg, full, jobs, waited, s.observe(ctx, q, cfg, true))
+}
+
+// refusedEarly is rejected for a refusal remembered
+// (backpressure_certain.go): the depth is the last reading, read again
+// only when older than pressureFresh.
+func (s *Service) refusedEarly(ctx context.Context, q *bpQueue, cfg ojs.Backpressure, jobs []*ojs.Job) error {
+	return s.refusal(ctx, q, cfg, &fullError{bound: "max_depth"}, jobs, 0, s.observe(ctx, q, cfg, false))
+}
+
+// refusal records an overflow seen at pressure p and builds the 429 error.
+func (s *Service) refusal(ctx context.Context, q *bpQueue, cfg ojs.Backpressure, full *fullError, jobs []*ojs.Job, waited time.Duration, p ojs.Pressure) error {
 	if pr, ok := s.met.(PressureRecorder); ok {
 		pr.QueueRejected(ctx, q.name, cfg.Strategy)
 	}
