@@ -386,7 +386,16 @@ func (s *Service) observe(ctx context.Context, q *bpQueue, cfg ojs.Backpressure,
 		}
 	}
 	q.mu.Lock()
-	p := ojs.Pressure{Queue: q.name, Depth: q.depth + q.over, MaxDepth: cfg.MaxDepth, MaxSizeBytes: cfg.MaxSizeBytes, Strategy: cfg.Strategy}
+	// The depth stream holds at most max_depth units (its MaxMsgs). The
+	// count here is the last reading plus this process's admissions and
+	// releases since, and a reading taken while an admission was under
+	// way already holds its unit: under overload (jetgate load) the sum
+	// ran past the bound and a 429 reported depth 5126 of 5000.
+	units := q.depth
+	if cfg.MaxDepth > 0 {
+		units = min(units, cfg.MaxDepth)
+	}
+	p := ojs.Pressure{Queue: q.name, Depth: units + q.over, MaxDepth: cfg.MaxDepth, MaxSizeBytes: cfg.MaxSizeBytes, Strategy: cfg.Strategy}
 	if cfg.MaxSizeBytes > 0 {
 		p.SizeBytes = q.bytes
 	}
