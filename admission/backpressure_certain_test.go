@@ -1,6 +1,7 @@
 package admission_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -79,6 +80,17 @@ func TestBackpressureFullQueueRefusesWithoutRoundTrip_BP002_BP005(t *testing.T) 
 		t.Fatalf("5 refusals of a full queue published %d units, want 1 (the first asks JetStream, the rest know)", n)
 	}
 	eventually(t, 5*time.Second, "5 rejected events", func() bool { return sink.count(admission.EventBackpressureRejected) == 5 })
+	// ojs-backpressure.md 10.1: backpressure.rejected carries queue,
+	// depth, bound and job_type.
+	for _, d := range sink.waitFor(t, admission.EventBackpressureRejected) {
+		var got map[string]any
+		if err := json.Unmarshal(d.(json.RawMessage), &got); err != nil {
+			t.Fatalf("event data %v: %v", d, err)
+		}
+		if got["queue"] != "full" || got["depth"] != 2.0 || got["bound"] != 2.0 || got["job_type"] != "t" || got["bound_type"] != "max_depth" {
+			t.Fatalf("rejected event data %v", got)
+		}
+	}
 
 	// A claim gives a unit back; room is known the moment it is.
 	if j := fetch1(t, b, "full"); j == nil {
