@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
 
 	"github.com/jetgate/jetgate/admission/ojs"
 	"github.com/jetgate/jetgate/jetstream/jobstore"
@@ -56,6 +57,10 @@ import (
 // shared 2-core machine (bench/backpressure_test.go): bounded enqueue ran
 // at 0.72-0.97 of unbounded per run (0.84 over three), a refusal took
 // ~0.17 ms median through the Go API, ~0.5 ms over HTTP.
+//
+// Under overload a refusal costs no round trip while the process is
+// certain the queue is still full (backpressure_certain.go); admissions
+// always take a unit from JetStream.
 //
 // A bound set through SetQueueBackpressure holds in the calling process
 // when the call returns, and in every other process once its queue-config
@@ -104,6 +109,12 @@ type backpressure struct {
 	runCtx  context.Context
 	release chan depthUnit
 	sub     *nats.Subscription
+	// self marks this process's freed notices, so that it does not count
+	// its own releases twice (backpressure_certain.go).
+	self string
+	// trust is how long a remembered refusal holds (certainFor; tests
+	// lengthen it).
+	trust   time.Duration
 	over    overdraft
 	tickets tickets
 }
@@ -138,10 +149,14 @@ type bpQueue struct {
 	freshAt   time.Time
 	level     int
 	reconcile time.Time
+	// full, relStarted and relDone: backpressure_certain.go.
+	full       fullMemo
+	relStarted uint64
+	relDone    uint64
 }
 
 func newBackpressure() *backpressure {
-	return &backpressure{queues: map[string]*bpQueue{}, release: make(chan depthUnit, 4096)}
+	return &backpressure{queues: map[string]*bpQueue{}, release: make(chan depthUnit, 4096), self: nuid.Next(), trust: certainFor}
 }
 
 func (b *backpressure) queue(name string) *bpQueue {
@@ -176,6 +191,9 @@ func (s *Service) startBackpressure(runCtx context.Context) error {
 			return
 		}
 		if q, ok := s.bp.lookup(name); ok {
+			if len(m.Data) > 0 && string(m.Data) != s.bp.self {
+				q.freedElsewhere() // a release; an empty notice is a ticket left
+			}
 			q.wakeHead()
 		}
 	})
@@ -308,14 +326,16 @@ func (s *Service) reserveDepth(ctx context.Context, jobs []*ojs.Job, publish fun
 const fastPressure = 0.9
 
 // calm reports whether every queue was last seen below fastPressure, with
-// its stream at hand and no producer waiting.
+// its stream at hand, no producer waiting and no refusal remembered.
 func (s *Service) calm(names []string, cfgs map[string]ojs.Backpressure) bool {
 	for _, name := range names {
 		q := s.bp.queue(name)
 		q.mu.Lock()
 		p := pressureRatio(ojs.Pressure{Depth: q.depth + q.over, MaxDepth: cfgs[name].MaxDepth,
 			SizeBytes: q.bytes, MaxSizeBytes: cfgs[name].MaxSizeBytes})
-		ok := q.ensured && q.applied == cfgs[name] && len(q.waiters) == 0 && !q.seenAt.IsZero() && p < fastPressure
+		// A remembered refusal (backpressure_certain.go) counts the units
+		// let through, which only acquire does.
+		ok := q.ensured && q.applied == cfgs[name] && len(q.waiters) == 0 && !q.seenAt.IsZero() && p < fastPressure && !q.full.known
 		q.mu.Unlock()
 		if !ok {
 			return false
@@ -430,7 +450,10 @@ func (s *Service) releaseUnit(ctx context.Context, u depthUnit) {
 		}
 		return
 	}
-	if err := st.DeleteMsg(ctx, u.seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) && !isNoMessage(err) {
+	q.releasing()
+	err = st.DeleteMsg(ctx, u.seq)
+	q.released()
+	if err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) && !isNoMessage(err) {
 		s.log.Warn("release depth unit", "queue", u.queue, "seq", u.seq, "error", err)
 		return
 	}
@@ -438,9 +461,9 @@ func (s *Service) releaseUnit(ctx context.Context, u depthUnit) {
 	q.depth = max(0, q.depth-1)
 	q.mu.Unlock()
 	q.wakeHead()
-	if cfg, _ := s.backpressureOf(u.queue); cfg.Strategy == ojs.StrategyBlock {
-		_ = s.nc.Publish(topology.FreedSubject(u.queue), nil)
-	}
+	// Every process hears of the room: blocked producers wait for it, and
+	// a remembered refusal ends with it (backpressure_certain.go).
+	_ = s.nc.Publish(topology.FreedSubject(u.queue), []byte(s.bp.self))
 }
 
 // depthStream returns the bound handle of a queue's depth stream.

@@ -2,6 +2,7 @@ package admission
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -57,7 +58,14 @@ func (s *Service) acquire(ctx context.Context, q *bpQueue, cfg ojs.Backpressure,
 	case ojs.StrategyDropOldest:
 		err = s.acquireDropping(ctx, q, cfg, jobs)
 	default:
+		if q.certainlyFull(cfg, len(jobs), time.Now(), s.bp.trust) {
+			// backpressure_certain.go: no room can have come since a
+			// refusal; answer from it.
+			return s.refusedEarly(ctx, q, cfg, jobs)
+		}
+		a := q.startAttempt()
 		err = s.tryAcquire(ctx, q, cfg, jobs)
+		q.attempted(cfg, a, err)
 		if full, ok := errors.AsType[*fullError](err); ok {
 			err = s.rejected(ctx, q, cfg, full, jobs, 0)
 		}
@@ -298,24 +306,54 @@ func (s *Service) acquireDropping(ctx context.Context, q *bpQueue, cfg ojs.Backp
 	return s.rejected(ctx, q, cfg, full, jobs, 0)
 }
 
-// rejected records an overflow and builds the 429 error.
+// rejected records an overflow and builds the 429 error, with a fresh
+// reading of the queue's depth.
 func (s *Service) rejected(ctx context.Context, q *bpQueue, cfg ojs.Backpressure, full *fullError, jobs []*ojs.Job, waited time.Duration) error {
-	p := s.observe(ctx, q, cfg, true)
+	return s.refusal(ctx, q, cfg, full, jobs, waited, s.observe(ctx, q, cfg, true))
+}
+
+// refusedEarly is rejected for a refusal remembered
+// (backpressure_certain.go): the depth is the last reading, read again
+// only when older than pressureFresh.
+func (s *Service) refusedEarly(ctx context.Context, q *bpQueue, cfg ojs.Backpressure, jobs []*ojs.Job) error {
+	return s.refusal(ctx, q, cfg, &fullError{bound: "max_depth"}, jobs, 0, s.observe(ctx, q, cfg, false))
+}
+
+// refusal records an overflow seen at pressure p and builds the 429 error.
+func (s *Service) refusal(ctx context.Context, q *bpQueue, cfg ojs.Backpressure, full *fullError, jobs []*ojs.Job, waited time.Duration, p ojs.Pressure) error {
 	if pr, ok := s.met.(PressureRecorder); ok {
 		pr.QueueRejected(ctx, q.name, cfg.Strategy)
 	}
-	data := map[string]any{
-		"queue": q.name, "depth": p.Depth, "bound": bound(cfg, full.bound), "max_depth": cfg.MaxDepth,
-		"strategy": cfg.Strategy, "bound_type": full.bound, "job_type": jobs[0].Type, "jobs": len(jobs),
-	}
+	d := refusalData{Bound: bound(cfg, full.bound), BoundType: full.bound, Depth: p.Depth, JobType: jobs[0].Type,
+		Jobs: len(jobs), MaxDepth: cfg.MaxDepth, Queue: q.name, Strategy: cfg.Strategy}
 	if full.tenant != "" || full.bound == "tenant_max_depth" {
-		data["tenant"] = full.tenant
+		d.Tenant = &full.tenant
 	}
-	s.queueEvent(EventQueueOverflow, q.name, data)
-	s.queueEvent(EventBackpressureRejected, q.name, data)
+	// Both events carry the same data, encoded once: under overload
+	// (jetgate load) encoding it per event was a tenth of the CPU.
+	data, err := json.Marshal(d)
+	if err == nil {
+		s.queueEvent(EventQueueOverflow, q.name, json.RawMessage(data))
+		s.queueEvent(EventBackpressureRejected, q.name, json.RawMessage(data))
+	}
 	s.maybeReconcile(q)
 	return &ojs.QueueFullError{Pressure: p, Bound: full.bound, Tenant: full.tenant, Waited: waited,
 		RetryAfter: s.cfg.BackpressureRetryAfter}
+}
+
+// refusalData is the data of a refusal's queue.overflow and
+// backpressure.rejected events (ojs-backpressure.md 10.1), fields in the
+// order a map of them encoded in.
+type refusalData struct {
+	Bound     int64   `json:"bound"`
+	BoundType string  `json:"bound_type"`
+	Depth     int64   `json:"depth"`
+	JobType   string  `json:"job_type"`
+	Jobs      int     `json:"jobs"`
+	MaxDepth  int64   `json:"max_depth"`
+	Queue     string  `json:"queue"`
+	Strategy  string  `json:"strategy"`
+	Tenant    *string `json:"tenant,omitempty"`
 }
 
 func bound(cfg ojs.Backpressure, kind string) int64 {
@@ -367,7 +405,16 @@ func (s *Service) observe(ctx context.Context, q *bpQueue, cfg ojs.Backpressure,
 		}
 	}
 	q.mu.Lock()
-	p := ojs.Pressure{Queue: q.name, Depth: q.depth + q.over, MaxDepth: cfg.MaxDepth, MaxSizeBytes: cfg.MaxSizeBytes, Strategy: cfg.Strategy}
+	// The depth stream holds at most max_depth units (its MaxMsgs). The
+	// count here is the last reading plus this process's admissions and
+	// releases since, and a reading taken while an admission was under
+	// way already holds its unit: under overload (jetgate load) the sum
+	// ran past the bound and a 429 reported depth 5126 of 5000.
+	units := q.depth
+	if cfg.MaxDepth > 0 {
+		units = min(units, cfg.MaxDepth)
+	}
+	p := ojs.Pressure{Queue: q.name, Depth: units + q.over, MaxDepth: cfg.MaxDepth, MaxSizeBytes: cfg.MaxSizeBytes, Strategy: cfg.Strategy}
 	if cfg.MaxSizeBytes > 0 {
 		p.SizeBytes = q.bytes
 	}
@@ -434,7 +481,8 @@ func (s *Service) pressureEvents(p ojs.Pressure, prev, level int) {
 	}
 }
 
-// queueEvent emits a queue event with a data object.
-func (s *Service) queueEvent(eventType, queue string, data map[string]any) {
+// queueEvent emits a queue event with a data object (a map, or one
+// encoded already).
+func (s *Service) queueEvent(eventType, queue string, data any) {
 	s.events.Publish(eventType, queue, data)
 }

@@ -47,3 +47,8 @@ func (s *Service) Limits() *kvlimits.Store { return s.limits }
 // SetLimitSweep sets how often the promoter sweeps for forgotten waiters;
 // call it between New and Start.
 func (s *Service) SetLimitSweep(d time.Duration) { s.promoter.sweepEvery = d }
+
+// TrustRefusalsFor makes a remembered max_depth refusal hold for d
+// instead of certainFor (backpressure_certain.go), so that a test sees
+// room come back only through release news; call it between New and Start.
+func (s *Service) TrustRefusalsFor(d time.Duration) { s.bp.trust = d }

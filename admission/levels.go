@@ -251,7 +251,12 @@ func (s *Service) afterLevelPull(ctx context.Context, cons jetstream.Consumer, q
 	if last != seen {
 		s.seen.Store(name, levelSeen{cons: cons, seq: last})
 	}
-	s.track(name, msgs, recheck) // levelpull.go
+	// Forget what this level's earlier pulls handed out and has been
+	// settled since: only a pull over several levels counts what is held
+	// (pullLevels), and a queue with one level never did, so every job
+	// it ever ran stayed in heldReady (issue 20: ~135 bytes per job).
+	s.held.count(name, s.cfg.ClaimAckWait) // levelpull.go
+	s.track(name, msgs, recheck)           // levelpull.go
 	return msgs
 }
 

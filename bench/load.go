@@ -517,8 +517,14 @@ func (r *LoadReport) Text() string {
 		fmt.Fprintf(&b, "%-8s n=%-8d p50 %-8s p99 %-8s p99.9 %-8s max %s\n", kind, s.N, ms(s.P50), ms(s.P99), ms(s.P999), ms(s.Max))
 	}
 	if n := len(r.RSS); n > 0 {
-		fmt.Fprintf(&b, "resident memory: %d MiB after 1s, %d MiB max, %d MiB at the end (growth after the first tenth: %+d MiB)\n",
+		fmt.Fprintf(&b, "resident memory: %d MiB after 1s, %d MiB max, %d MiB at the end (growth after the first tenth: %+d MiB",
 			r.RSS[0]>>20, slices.Max(r.RSS)>>20, r.RSS[n-1]>>20, r.Growth>>20)
+		if r.Completed > 0 {
+			// Finished jobs stay readable for the server's retention, and
+			// the store's memory grows with them (docs/performance.md).
+			fmt.Fprintf(&b, ", %d B per job completed", r.Growth/r.Completed)
+		}
+		b.WriteString(")\n")
 	}
 	if r.RefusalSample != "" {
 		fmt.Fprintf(&b, "first refusal: %.400s\n", strings.TrimSpace(r.RefusalSample))

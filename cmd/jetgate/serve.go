@@ -73,7 +73,7 @@ var serveGroups = []flagGroup{
 	{"Tracing (OpenTelemetry; a request's traceparent reaches its jobs' meta either way)", [][2]string{
 		{"otel-traces-endpoint", "URL"}, {"otel-traces-sample-ratio", "RATIO"},
 	}},
-	{"Logging", [][2]string{{"log-level", "LEVEL"}, {"log-format", "FORMAT"}}},
+	{"Logging and profiling", [][2]string{{"log-level", "LEVEL"}, {"log-format", "FORMAT"}, {"pprof-addr", "HOST:PORT"}}},
 }
 
 // newServeFlags defines every serve flag on a new FlagSet writing into cfg.
@@ -141,6 +141,7 @@ func newServeFlags(cfg *app.Config) *flag.FlagSet {
 
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "Least severe log level written to stderr: debug, info, warn or error.")
 	fs.StringVar(&cfg.LogFormat, "log-format", "text", "Log format: text (key=value) or json.")
+	fs.StringVar(&cfg.PprofAddr, "pprof-addr", "", "Serve Go's net/http/pprof profiles (heap, CPU, goroutines) on this loopback address, e.g. 127.0.0.1:6060 (go tool pprof http://127.0.0.1:6060/debug/pprof/heap). Off by default; a non-loopback host is refused.")
 	return fs
 }
 
@@ -195,6 +196,11 @@ func validateServe(cfg app.Config) error {
 	if err := natsbind.ValidPrefix(cmp.Or(cfg.NatsAPIPrefix, natsbind.DefaultPrefix)); err != nil {
 		return fmt.Errorf("--nats-api-prefix (%s): %w", envName("nats-api-prefix"), err)
 	}
+	if cfg.PprofAddr != "" {
+		if err := loopbackAddr(cfg.PprofAddr); err != nil {
+			return fmt.Errorf("--pprof-addr (%s): %w", envName("pprof-addr"), err)
+		}
+	}
 	return nil
 }
 
@@ -212,6 +218,13 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	logger, err := newLogger(stderr, cfg.LogLevel, cfg.LogFormat)
 	if err != nil {
 		return err
+	}
+	if cfg.PprofAddr != "" {
+		stop, err := servePprof(cfg.PprofAddr, logger)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	s, err := app.Start(ctx, cfg, logger)
 	if err != nil {

@@ -33,6 +33,10 @@ type Config struct {
 	MaxFetchCount int
 	LogLevel      string // debug|info|warn|error
 	LogFormat     string // text|json
+	// PprofAddr, when set, is the loopback address on which `jetgate
+	// serve` serves net/http/pprof (heap and CPU profiles under load).
+	// Off by default; never part of the API listener.
+	PprofAddr string
 	// InstanceName identifies this process in event sources and metrics
 	// (default: the hostname).
 	InstanceName string
