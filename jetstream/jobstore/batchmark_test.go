@@ -1,4 +1,4 @@
-package jobstore
+package jobstore_test
 
 import (
 	"context"
@@ -7,32 +7,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetgate/jetgate/admission/ojs"
+	"github.com/jetgate/jetgate/jetstream/jobstore"
 	"github.com/jetgate/jetgate/jetstream/natstest"
 	"github.com/jetgate/jetgate/jetstream/topology"
 )
-
-func batchSetup(t *testing.T) (context.Context, *nats.Conn, jetstream.JetStream, *topology.Assets) {
-	t.Helper()
-	s := natstest.RunServer(t)
-	nc, js := natstest.Connect(t, s)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	assets, err := topology.Ensure(ctx, js, topology.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ctx, nc, js, assets
-}
 
 func batchJobs(n int, queue string) []*ojs.Job {
 	jobs := make([]*ojs.Job, n)
 	for i := range jobs {
 		jobs[i] = &ojs.Job{SpecVersion: ojs.SpecVersion, ID: ojs.NewID(), Type: "b.t", Queue: queue, State: ojs.StateAvailable,
-			Args: []byte(fmt.Sprintf("[%d]", i)), Internal: ojs.Internal{Token: NewToken()}}
+			Args: []byte(fmt.Sprintf("[%d]", i)), Internal: ojs.Internal{Token: jobstore.NewToken()}}
 	}
 	return jobs
 }
@@ -44,8 +31,8 @@ func batchJobs(n int, queue string) []*ojs.Job {
 // older than its window a reader abandons it, after which the commit can
 // no longer land.
 func TestMarkedBatchIsAllOrNothing(t *testing.T) {
-	ctx, nc, js, assets := batchSetup(t)
-	st := New(nc, js, assets)
+	ctx, nc, js, assets := setupStore(t)
+	st := jobstore.New(nc, js, assets)
 
 	jobs := batchJobs(5, "mq")
 	if err := st.PublishSeedBatch(ctx, jobs, nil); err != nil {
@@ -61,12 +48,12 @@ func TestMarkedBatchIsAllOrNothing(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if b := BatchOf(m.Header); b == "" || (batch != "" && b != batch) {
+		if b := jobstore.BatchOf(m.Header); b == "" || (batch != "" && b != batch) {
 			t.Fatalf("seed of %s names batch %q (others %q)", j.ID, b, batch)
 		}
-		batch = BatchOf(m.Header)
+		batch = jobstore.BatchOf(m.Header)
 	}
-	if _, err := assets.Batches.Get(ctx, batchKey(batch)); !errors.Is(err, jetstream.ErrKeyNotFound) {
+	if _, err := assets.Batches.Get(ctx, "b."+batch); !errors.Is(err, jetstream.ErrKeyNotFound) {
 		t.Fatalf("marker of a committed batch: %v, want none", err)
 	}
 
@@ -74,28 +61,28 @@ func TestMarkedBatchIsAllOrNothing(t *testing.T) {
 	dead := batchJobs(3, "mq")
 	id := "deadbatch"
 	mark := []byte(`{"state":"pending","jobs":3}`)
-	rev, err := assets.Batches.Create(ctx, batchKey(id), mark)
+	rev, err := assets.Batches.Create(ctx, "b."+id, mark)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, j := range dead {
-		m, err := SeedMsg(j)
+		m, err := jobstore.SeedMsg(j)
 		if err != nil {
 			t.Fatal(err)
 		}
-		m.Header.Set(HeaderBatch, id)
+		m.Header.Set(jobstore.HeaderBatch, id)
 		if _, err := js.PublishMsg(ctx, m); err != nil {
 			t.Fatal(err)
 		}
 	}
-	reader := New(nc, js, assets)
+	reader := jobstore.New(nc, js, assets)
 	reader.SetBatchWindow(time.Second)
 	for _, j := range dead {
 		if got, _, err := reader.Get(ctx, j.ID); !errors.Is(err, ojs.ErrNotFound) {
 			t.Fatalf("Get %s of a pending batch: %v %+v, want not found", j.ID, err, got)
 		}
 	}
-	if state, err := reader.SeedBatch(ctx, id); err != nil || state != BatchPending {
+	if state, err := reader.SeedBatch(ctx, id); err != nil || state != jobstore.BatchPending {
 		t.Fatalf("young uncommitted batch: %v %v, want pending", state, err)
 	}
 	deadline := time.Now().Add(15 * time.Second)
@@ -104,7 +91,7 @@ func TestMarkedBatchIsAllOrNothing(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if state == BatchAborted {
+		if state == jobstore.BatchAborted {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -113,7 +100,7 @@ func TestMarkedBatchIsAllOrNothing(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	// The publisher's commit, had it been only slow, now loses.
-	err = assets.Batches.Purge(ctx, batchKey(id), jetstream.LastRevision(rev), jetstream.PurgeTTL(batchMarkerTTL))
+	err = assets.Batches.Purge(ctx, "b."+id, jetstream.LastRevision(rev), jetstream.PurgeTTL(time.Hour))
 	if !errors.Is(err, jetstream.ErrKeyExists) && !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 		t.Fatalf("commit after the abandon: %v, want a lost compare-and-swap", err)
 	}
@@ -127,8 +114,8 @@ func TestMarkedBatchIsAllOrNothing(t *testing.T) {
 // A publisher that cannot commit in time aborts its own batch: the call
 // fails, no job of it is found, and its seeds are removed.
 func TestLateBatchAbortsItself(t *testing.T) {
-	ctx, nc, js, assets := batchSetup(t)
-	st := New(nc, js, assets)
+	ctx, nc, js, assets := setupStore(t)
+	st := jobstore.New(nc, js, assets)
 	st.SetBatchWindow(time.Nanosecond) // every batch is "late"
 	jobs := batchJobs(4, "lq")
 	if err := st.PublishSeedBatch(ctx, jobs, nil); err == nil {
@@ -155,26 +142,26 @@ func TestMarkedBatchOnCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := New(nc, js, assets)
+	st := jobstore.New(nc, js, assets)
 	jobs := batchJobs(50, "cq")
 	if err := st.PublishSeedBatch(ctx, jobs, nil); err != nil {
 		t.Fatal(err)
 	}
-	reader := New(nc, js, assets) // no memory of the commit
+	reader := jobstore.New(nc, js, assets) // no memory of the commit
 	for _, j := range jobs {
 		if got, _, err := reader.Get(ctx, j.ID); err != nil || !got.Seed {
 			t.Fatalf("Get %s after the commit: %v %+v", j.ID, err, got)
 		}
 	}
-	if _, err := assets.Batches.Create(ctx, batchKey("pending-r3"), []byte(`{"state":"pending","jobs":1}`)); err != nil {
+	if _, err := assets.Batches.Create(ctx, "b.pending-r3", []byte(`{"state":"pending","jobs":1}`)); err != nil {
 		t.Fatal(err)
 	}
 	j := batchJobs(1, "cq")[0]
-	m, err := SeedMsg(j)
+	m, err := jobstore.SeedMsg(j)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.Header.Set(HeaderBatch, "pending-r3")
+	m.Header.Set(jobstore.HeaderBatch, "pending-r3")
 	if _, err := js.PublishMsg(ctx, m); err != nil {
 		t.Fatal(err)
 	}
