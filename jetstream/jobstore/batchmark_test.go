@@ -1,7 +1,6 @@
 package jobstore_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/jetgate/jetgate/admission/ojs"
 	"github.com/jetgate/jetgate/jetstream/jobstore"
-	"github.com/jetgate/jetgate/jetstream/natstest"
 	"github.com/jetgate/jetgate/jetstream/topology"
 )
 
@@ -134,14 +132,7 @@ func TestLateBatchAbortsItself(t *testing.T) {
 // The batch marker on a replicated cluster (R3): a committed batch's jobs
 // are read through the stream leaders, an uncommitted one's are not jobs.
 func TestMarkedBatchOnCluster(t *testing.T) {
-	c := natstest.RunCluster(t, 3)
-	nc, js := c.Connect(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	assets, err := topology.Ensure(ctx, js, topology.Config{Replicas: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, nc, js, assets := setupClusterStore(t)
 	st := jobstore.New(nc, js, assets)
 	jobs := batchJobs(50, "cq")
 	if err := st.PublishSeedBatch(ctx, jobs, nil); err != nil {

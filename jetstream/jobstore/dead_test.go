@@ -1,16 +1,12 @@
 package jobstore_test
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/jetgate/jetgate/jetstream/jobstore"
-	"github.com/jetgate/jetgate/jetstream/natstest"
-	"github.com/jetgate/jetgate/jetstream/topology"
 )
 
 // The dead letter index answers read-after-write on a 3-node cluster (R3):
@@ -20,14 +16,7 @@ import (
 // when its consumer landed on a replica behind the leader.
 func TestDeadIndexReadAfterWriteR3_DLQ006(t *testing.T) {
 	t.Parallel()
-	cl := natstest.RunCluster(t, 3)
-	nc, js := cl.Connect(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	assets, err := topology.Ensure(ctx, js, topology.Config{Replicas: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, nc, js, assets := setupClusterStore(t)
 	st := jobstore.New(nc, js, assets)
 	has := func(queue, id string) bool {
 		keys, err := st.DeadKeys(ctx, queue)

@@ -30,3 +30,17 @@ func setupStore(t *testing.T) (context.Context, *nats.Conn, jetstream.JetStream,
 	}
 	return ctx, nc, js, assets
 }
+
+// setupClusterStore is setupStore on a 3-node cluster with R3 streams.
+func setupClusterStore(t *testing.T) (context.Context, *nats.Conn, jetstream.JetStream, *topology.Assets) {
+	t.Helper()
+	cl := natstest.RunCluster(t, 3)
+	nc, js := cl.Connect(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	assets, err := topology.Ensure(ctx, js, topology.Config{Replicas: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ctx, nc, js, assets
+}
