@@ -19,11 +19,26 @@ type Config struct {
 	Storage jetstream.StorageType
 	// DuplicateWindow bounds the deduplication of ready messages.
 	DuplicateWindow time.Duration
+	// RecordMarkers is how long the marker a finished job's record leaves
+	// when its retention ends is kept (default and at most DefaultRecordMarkers).
+	// The marker is what keeps a leftover ready message of the finished
+	// job (its acknowledgement lost, its level not fetched since) from
+	// taking the job up again, so the fence lasts the retention plus this;
+	// each marker costs the server ~230 B of memory while it lives, so a
+	// short retention, chosen to bound that memory, wants short markers
+	// too: jetgate serve passes min(1 h, --retention).
+	RecordMarkers time.Duration
 }
+
+// DefaultRecordMarkers is Config.RecordMarkers' default and cap.
+const DefaultRecordMarkers = time.Hour
 
 func (c Config) withDefaults() Config {
 	c.Replicas = cmp.Or(c.Replicas, 1)
 	c.DuplicateWindow = cmp.Or(c.DuplicateWindow, 2*time.Minute)
+	if c.RecordMarkers <= 0 || c.RecordMarkers > DefaultRecordMarkers {
+		c.RecordMarkers = DefaultRecordMarkers
+	}
 	return c
 }
 
@@ -103,7 +118,7 @@ func ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Assets, e
 		if name == JobsBucket {
 			// Finished job records carry a per-message TTL (retention);
 			// the marker left when one expires is kept this long.
-			markers = time.Hour
+			markers = cfg.RecordMarkers
 		}
 		if name == BatchesBucket {
 			// A batch's commit purges its marker; the purge's own marker

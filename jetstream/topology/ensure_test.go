@@ -52,3 +52,32 @@ func TestReadyStreamTakesManyLevelConsumers(t *testing.T) {
 		}
 	}
 }
+
+// Issue 20 (memory under load): the marker a finished record leaves when
+// its retention ends lives RecordMarkers (at most an hour), so a short
+// retention chosen to bound the server's memory is not outweighed by an
+// hour of markers; Ensure applies a changed value to an existing bucket.
+func TestRecordMarkersFollowConfig(t *testing.T) {
+	s := natstest.RunServer(t)
+	_, js := natstest.Connect(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	markers := func() time.Duration {
+		t.Helper()
+		st, err := js.Stream(ctx, topology.KVStream(topology.JobsBucket))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.CachedInfo().Config.SubjectDeleteMarkerTTL
+	}
+	for _, tc := range []struct{ set, want time.Duration }{
+		{0, time.Hour}, {5 * time.Minute, 5 * time.Minute}, {48 * time.Hour, time.Hour}, {30 * time.Second, 30 * time.Second},
+	} {
+		if _, err := topology.Ensure(ctx, js, topology.Config{RecordMarkers: tc.set}); err != nil {
+			t.Fatal(err)
+		}
+		if got := markers(); got != tc.want {
+			t.Fatalf("RecordMarkers %s: the jobs bucket keeps markers %s, want %s", tc.set, got, tc.want)
+		}
+	}
+}

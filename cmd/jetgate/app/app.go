@@ -131,7 +131,8 @@ func (s *Server) start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("jetstream: %w", err)
 	}
-	assets, err := topology.Ensure(ctx, s.js, topology.Config{Replicas: s.cfg.Replicas})
+	assets, err := topology.Ensure(ctx, s.js, topology.Config{Replicas: s.cfg.Replicas,
+		RecordMarkers: min(topology.DefaultRecordMarkers, s.cfg.Retention)})
 	if err != nil {
 		return err
 	}

@@ -115,3 +115,21 @@ func TestHTTPEventsStream(t *testing.T) {
 		t.Errorf("%s config = %+v", topology.EventStream, cfg)
 	}
 }
+
+// Issue 20 (memory under load): jetgate serve keeps the marker a finished
+// record leaves at the end of its retention for min(1 h, --retention), so
+// a short retention bounds the server's memory of finished jobs.
+func TestShortRetentionShortensRecordMarkers(t *testing.T) {
+	t.Parallel()
+	s := startApp(t, app.Config{Retention: 2 * time.Minute})
+	_, js := natstest.ConnectURL(t, s.NatsURL())
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	st, err := js.Stream(ctx, topology.KVStream(topology.JobsBucket))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := st.CachedInfo().Config.SubjectDeleteMarkerTTL; got != 2*time.Minute {
+		t.Fatalf("record markers kept %s with --retention 2m, want 2m", got)
+	}
+}
