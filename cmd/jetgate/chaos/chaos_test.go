@@ -199,9 +199,10 @@ func (r *run) round(ctx context.Context, round int) {
 	r.refresh(ctx, false)
 	fresh := r.check(false)
 	st := r.stats()
+	refused, unclear := r.rec.requests()
 	r.t.Logf("round %d/%d (%s): accepted %d, finished %d (completed %d, discarded %d), open %d %s (oldest %s, %d jobs open or ended after more than %s), refused 429 %d, unclear requests %d, attempts %d, kills jetgate %d nats %d workers %d (jobs abandoned %d), violations %d (new %d)",
 		round, r.s.rounds, time.Since(start).Round(100*time.Millisecond), st.accepted, st.completed+st.discarded+st.cancelled,
-		st.completed, st.discarded, st.open, r.openByKind(), st.oldestOpen.Round(time.Second), st.late, r.s.drain, r.rec.refused429, r.rec.unclearRequests, st.attempts,
+		st.completed, st.discarded, st.open, r.openByKind(), st.oldestOpen.Round(time.Second), st.late, r.s.drain, refused, unclear, st.attempts,
 		r.kills.jetgate, r.kills.nats, r.kills.workers, r.kills.abandoned, len(r.violations), fresh)
 }
 

@@ -130,6 +130,14 @@ func (r *recorder) addHold(h *hold) {
 	j.holds = append(j.holds, h)
 }
 
+// requests returns the counts of refused and unclear requests, read under
+// the recorder's lock (workers still run while a round reports).
+func (r *recorder) requests() (refused429, unclear int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.refused429, r.unclearRequests
+}
+
 // update runs f under the recorder's lock.
 func (r *recorder) update(f func()) {
 	r.mu.Lock()
