@@ -261,10 +261,11 @@ func (r *run) finish(ctx context.Context) {
 	r.recheckFinal(ctx)
 	r.check(true)
 	st := r.stats()
+	refused, unclear := r.rec.requests()
 	t.Logf("chaos: %d rounds in %s: jobs accepted %d, finished %d (completed %d, discarded %d, cancelled %d), not terminal %d; refused 429 %d, unclear enqueues never stored %d; attempts %d (abandoned by killed workers %d); unclear requests %d; kills: jetgate %d, nats %d, workers %d; bounded depth samples %d (max %d of %d); terminal events missing %d; violations %d",
 		r.s.rounds, time.Since(r.begin).Round(time.Second), st.accepted, st.completed+st.discarded+st.cancelled,
-		st.completed, st.discarded, st.cancelled, st.open, r.rec.refused429, st.never, st.attempts, st.abandoned,
-		r.rec.unclearRequests, r.kills.jetgate, r.kills.nats, r.kills.workers, r.rec.depthSamples, r.rec.maxDepthSeen,
+		st.completed, st.discarded, st.cancelled, st.open, refused, st.never, st.attempts, st.abandoned,
+		unclear, r.kills.jetgate, r.kills.nats, r.kills.workers, r.rec.depthSamples, r.rec.maxDepthSeen,
 		boundedDepth, r.missingEvents, len(r.violations))
 	t.Logf("chaos: limits reached: %s", r.peaks())
 	t.Logf("chaos: jobs that took longer than %s to end (or never did): %d; longest to end %s (read once per round, so within a round)",
