@@ -358,6 +358,11 @@ var (
 // the event encoder of jetstream/events).
 func AppendString(b []byte, s string) []byte { return appendString(b, s) }
 
+// AppendTime appends t as Time's MarshalJSON writes it (the text it was
+// read from, or TimeFormat), without allocating: the event encoder's
+// timestamps.
+func AppendTime(b []byte, t *Time) []byte { return appendTime(b, t) }
+
 func appendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0

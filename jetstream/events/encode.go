@@ -36,9 +36,8 @@ func appendEnvelope(b []byte, id *[16]byte, eventType, source, subject string, a
 	b = ojs.AppendString(b, eventType)
 	b = append(b, `,"source":`...)
 	b = ojs.AppendString(b, source)
-	b = append(b, `,"time":"`...)
-	b = at.UTC().Truncate(time.Millisecond).AppendFormat(b, ojs.TimeFormat)
-	b = append(b, '"')
+	b = append(b, `,"time":`...)
+	b = ojs.AppendTime(b, &ojs.Time{Time: at})
 	if subject != "" {
 		b = append(b, `,"subject":`...)
 		b = ojs.AppendString(b, subject)
@@ -128,13 +127,12 @@ func appendIntPtr(b []byte, key string, v *int) []byte {
 }
 
 // appendTimePtr appends key and t as ojs.Time's MarshalJSON writes it
-// (its Text, which is RFC 3339 and so needs no escaping; ojs.AppendString
-// escapes as encoding/json's compaction of MarshalJSON output would).
+// (ojs.AppendTime).
 func appendTimePtr(b []byte, key string, t *ojs.Time) []byte {
 	if t == nil {
 		return b
 	}
-	return ojs.AppendString(append(b, key...), t.Text())
+	return ojs.AppendTime(append(b, key...), t)
 }
 
 // errInvalidRaw is the error of a raw JSON value that is not valid JSON.
