@@ -74,7 +74,9 @@ func TestMarkedBatchIsAllOrNothing(t *testing.T) {
 		}
 	}
 	reader := jobstore.New(nc, js, assets)
-	reader.SetBatchWindow(time.Second)
+	// A window long enough that the reads below meet the batch still
+	// pending on a loaded machine, short enough to wait out.
+	reader.SetBatchWindow(5 * time.Second)
 	for _, j := range dead {
 		if got, _, err := reader.Get(ctx, j.ID); !errors.Is(err, ojs.ErrNotFound) {
 			t.Fatalf("Get %s of a pending batch: %v %+v, want not found", j.ID, err, got)
@@ -83,7 +85,7 @@ func TestMarkedBatchIsAllOrNothing(t *testing.T) {
 	if state, err := reader.SeedBatch(ctx, id); err != nil || state != jobstore.BatchPending {
 		t.Fatalf("young uncommitted batch: %v %v, want pending", state, err)
 	}
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		state, err := reader.SeedBatch(ctx, id)
 		if err != nil {
