@@ -8,7 +8,6 @@ import (
 
 	"github.com/jetgate/jetgate/admission"
 	"github.com/jetgate/jetgate/admission/ojs"
-	"github.com/jetgate/jetgate/jetstream/natstest"
 )
 
 // PRI-R002, ojs-priority.md 7.3: a worker group's stored strategy and
@@ -74,11 +73,7 @@ func TestWorkerGroupDefaults_PRIR002(t *testing.T) {
 // cluster, and its removal reaches the other through the watch.
 func TestWorkerGroupSharedAcrossProcesses(t *testing.T) {
 	t.Parallel()
-	s := natstest.RunServer(t)
-	_, js1 := natstest.Connect(t, s)
-	_, js2 := natstest.Connect(t, s)
-	p1 := setupCfg(t, js1, admission.Config{})
-	p2 := setupCfg(t, js2, admission.Config{})
+	p1, p2 := twoProcesses(t, admission.Config{})
 	ctx := testCtx(t)
 	if _, err := p1.svc.SetWorkerGroup(ctx, ojs.WorkerGroup{Name: "shared", Strategy: "weighted",
 		Queues: []string{"sa", "sb"}, Weights: map[string]int{"sa": 0}}); err != nil {

@@ -134,11 +134,7 @@ func TestFetchManyOverLevelsKeepsOrder_PRI003(t *testing.T) {
 // comes next and in order.
 func TestFetchAcrossProcessesPutsBackInOrder_PRI003(t *testing.T) {
 	t.Parallel()
-	s := natstest.RunServer(t)
-	_, js1 := natstest.Connect(t, s)
-	_, js2 := natstest.Connect(t, s)
-	p1 := setupCfg(t, js1, admission.Config{})
-	p2 := setupCfg(t, js2, admission.Config{})
+	p1, p2 := twoProcesses(t, admission.Config{})
 	ctx := testCtx(t)
 	var ids []string
 	for _, job := range []struct {
@@ -155,7 +151,7 @@ func TestFetchAcrossProcessesPutsBackInOrder_PRI003(t *testing.T) {
 	}
 	level0 := topology.ReadyLevelFilter("xproc", 0)
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		info, err := js1.Stream(ctx, topology.ReadyStream)
+		info, err := p1.js.Stream(ctx, topology.ReadyStream)
 		if err != nil {
 			t.Fatal(err)
 		}

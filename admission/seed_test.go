@@ -227,11 +227,7 @@ func TestDeletedRecordIsNotAbsent(t *testing.T) {
 // claimers racing on the creation: the property tests.)
 func TestRecordlessJobSurvivesItsEnqueuer(t *testing.T) {
 	t.Parallel()
-	s := natstest.RunServer(t)
-	_, js1 := natstest.Connect(t, s)
-	a := setupCfg(t, js1, admission.Config{})
-	_, js2 := natstest.Connect(t, s)
-	b := setupCfg(t, js2, admission.Config{})
+	a, b := twoProcesses(t, admission.Config{})
 	ctx := testCtx(t)
 	// What a crashed enqueue leaves: the seed alone.
 	idO := ojs.NewID()
@@ -246,7 +242,7 @@ func TestRecordlessJobSurvivesItsEnqueuer(t *testing.T) {
 	if err := a.svc.Store().EnsureLevel(ctx, j.Queue, j.Priority); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := js1.PublishMsg(ctx, m); err != nil {
+	if _, err := a.js.PublishMsg(ctx, m); err != nil {
 		t.Fatal(err)
 	}
 	a.svc.Stop()
@@ -403,11 +399,7 @@ func TestRetryAfterUnwrittenRecordIsNotADuplicate(t *testing.T) {
 // and the jobs never exist.
 func TestUncommittedBatchIsNeverFetched(t *testing.T) {
 	t.Parallel()
-	s := natstest.RunServer(t)
-	_, js1 := natstest.Connect(t, s)
-	a := setupCfg(t, js1, admission.Config{})
-	_, js2 := natstest.Connect(t, s)
-	b := setupCfg(t, js2, admission.Config{})
+	a, b := twoProcesses(t, admission.Config{})
 	b.svc.Store().SetBatchWindow(2 * time.Second)
 	ctx := testCtx(t)
 	var batch []*ojs.Job
@@ -418,7 +410,7 @@ func TestUncommittedBatchIsNeverFetched(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ready, err := js1.Stream(ctx, topology.ReadyStream)
+	ready, err := a.js.Stream(ctx, topology.ReadyStream)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -432,7 +424,7 @@ func TestUncommittedBatchIsNeverFetched(t *testing.T) {
 	}
 	// The same stored seeds under a pending marker: what a publisher that
 	// died before its commit leaves.
-	kv, err := js1.KeyValue(ctx, topology.BatchesBucket)
+	kv, err := a.js.KeyValue(ctx, topology.BatchesBucket)
 	if err != nil {
 		t.Fatal(err)
 	}

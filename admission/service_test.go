@@ -62,6 +62,16 @@ func setupWith(t testing.TB, js jetstream.JetStream, cfg admission.Config, befor
 	return bundle{svc: svc, js: js}
 }
 
+// twoProcesses is two jetgate processes (each its own connection and
+// Service, both with cfg) on one server.
+func twoProcesses(t *testing.T, cfg admission.Config) (bundle, bundle) {
+	t.Helper()
+	s := natstest.RunServer(t)
+	_, js1 := natstest.Connect(t, s)
+	_, js2 := natstest.Connect(t, s)
+	return setupCfg(t, js1, cfg), setupCfg(t, js2, cfg)
+}
+
 // longCtx bounds a test of thousands of sequential operations, which on
 // a loaded machine outlive testCtx's 30 s.
 func longCtx(t testing.TB) context.Context {
@@ -634,12 +644,7 @@ func TestDeferredLeaseIsWrittenAndStalls(t *testing.T) {
 // original deadline, and the job stalls instead of staying active forever.
 func TestLeaseSurvivesClaimingProcess(t *testing.T) {
 	t.Parallel()
-	s := natstest.RunServer(t)
-	cfg := admission.Config{DefaultHeartbeatTimeout: 3 * time.Second, ClaimAckWait: 3 * time.Second}
-	_, js1 := natstest.Connect(t, s)
-	a := setupCfg(t, js1, cfg)
-	_, js2 := natstest.Connect(t, s)
-	b := setupCfg(t, js2, cfg)
+	a, b := twoProcesses(t, admission.Config{DefaultHeartbeatTimeout: 3 * time.Second, ClaimAckWait: 3 * time.Second})
 	j := enqueue(t, a, `{"type":"t.a","args":[],"options":{"retry":{"max_attempts":3,"initial_interval_ms":100,"jitter":false}}}`)
 	if got := fetch1(t, a, "default"); got == nil || got.ID != j.ID {
 		t.Fatalf("fetch: %v", got)

@@ -344,11 +344,7 @@ func TestResultForOtherAttemptConflicts(t *testing.T) {
 // the job out on schedule, from the lease in JetStream (issue 7, 9.4).
 func TestAnotherProcessEnforcesExecutionTimeout(t *testing.T) {
 	t.Parallel()
-	s := natstest.RunServer(t)
-	_, js1 := natstest.Connect(t, s)
-	a := setupCfg(t, js1, admission.Config{})
-	_, js2 := natstest.Connect(t, s)
-	b := setupCfg(t, js2, admission.Config{})
+	a, b := twoProcesses(t, admission.Config{})
 	j := enqueue(t, a, `{"type":"t.a","args":[],"timeout_ms":800,"grace_period":0,`+noRetry+`}`)
 	if got := fetch1(t, a, "default"); got == nil || got.ID != j.ID {
 		t.Fatalf("fetch: %+v", got)
