@@ -111,6 +111,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 				b.Fatalf("%s: %v", p.name, err)
 			}
 			b.ReportMetric(r.Metrics["jobs/s"], "jobs/s")
+			b.ReportMetric(r.Metrics[emptyPerJob], "empty/job")
 		})
 	}
 }

@@ -98,6 +98,9 @@ type pipeline struct {
 	ids bool
 }
 
+// emptyPerJob is the Sample metric of empty fetches per job completed.
+const emptyPerJob = "empty fetches/job"
+
 // tick is the resolution of a run's throughput timeline.
 const tick = 100 * time.Millisecond
 
@@ -125,7 +128,12 @@ func (p pipeline) run(ctx context.Context, sh Shape) (Sample, error) {
 		Ops:      int64(n),
 		Elapsed:  elapsed,
 		Timeline: timeline,
-		Metrics:  map[string]float64{"jobs/s": float64(n) / elapsed.Seconds()},
+		Metrics: map[string]float64{
+			"jobs/s": float64(n) / elapsed.Seconds(),
+			// How often a worker found nothing: a high share means the
+			// producers, not the fetch-and-ack path, bound the run.
+			emptyPerJob: float64(led.empty.Load()) / float64(max(n, 1)),
+		},
 	}
 	if sh.Timing {
 		s.setLatencies(led.lat)
