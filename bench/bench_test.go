@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"github.com/jetgate/jetgate/cmd/jetgate/app"
 	"os"
 	"strconv"
 	"sync"
@@ -18,6 +19,9 @@ import (
 // Every benchmark and test stops its jetgate, clients and goroutines
 // (STYLE 14).
 func TestMain(m *testing.M) {
+	// Benchmarks measure jetgate with the collector tuning jetgate serve
+	// applies (GOGC and GOMEMLIMIT still win).
+	app.TuneRuntime(app.Runtime{}, os.LookupEnv, app.CgroupMemoryLimit)
 	goleak.VerifyTestMain(m)
 }
 

@@ -83,8 +83,12 @@ func (r *Results) MachineLine() string {
 	if m.CPU != "" {
 		cpu = ", " + m.CPU
 	}
-	line := fmt.Sprintf("Machine: %s, %s/%s, %d CPUs%s, %s; total %s.",
-		m.Host, m.OS, m.Arch, m.CPUs, cpu, m.GoVersion, r.Elapsed.Round(time.Second))
+	gc := ""
+	if m.GC != "" {
+		gc = " (" + m.GC + ")"
+	}
+	line := fmt.Sprintf("Machine: %s, %s/%s, %d CPUs%s, %s%s; total %s.",
+		m.Host, m.OS, m.Arch, m.CPUs, cpu, m.GoVersion, gc, r.Elapsed.Round(time.Second))
 	if r.RemoteHTTP != "" {
 		line += fmt.Sprintf(" The HTTP cases ran against the jetgate at %s, the other cases in-process.", r.RemoteHTTP)
 	}

@@ -3,8 +3,10 @@ package bench
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -31,6 +33,9 @@ type Machine struct {
 	CPUs      int    `json:"cpus"`
 	CPU       string `json:"cpu,omitempty"`
 	GoVersion string `json:"go_version"`
+	// GC is the collector's target and soft memory limit the run had
+	// (jetgate bench applies jetgate serve's defaults, app.TuneRuntime).
+	GC string `json:"gc"`
 }
 
 // ScenarioResult is one scenario's cases.
@@ -226,7 +231,23 @@ func machine() Machine {
 		CPUs:      runtime.NumCPU(),
 		CPU:       cpuModel(),
 		GoVersion: runtime.Version(),
+		GC:        gcLine(),
 	}
+}
+
+// gcLine reads the collector's target and memory limit, e.g. "GOGC=400,
+// no memory limit".
+func gcLine() string {
+	pct := debug.SetGCPercent(-1)
+	debug.SetGCPercent(pct)
+	gc := "GOGC=off"
+	if pct >= 0 {
+		gc = fmt.Sprintf("GOGC=%d", pct)
+	}
+	if lim := debug.SetMemoryLimit(-1); lim < math.MaxInt64 {
+		return fmt.Sprintf("%s, memory limit %d MiB", gc, lim>>20)
+	}
+	return gc + ", no memory limit"
 }
 
 // cpuModel reads the CPU model from /proc/cpuinfo where there is one.

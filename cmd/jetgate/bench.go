@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/jetgate/jetgate/cmd/jetgate/app"
 	"io"
 	"os"
 	"path/filepath"
@@ -140,6 +141,9 @@ func (c benchConfig) run(ctx context.Context, stdout, stderr io.Writer) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
+	// The in-process jetgate runs with the collector tuning of jetgate
+	// serve (GOGC and GOMEMLIMIT still win), the baselines beside it too.
+	app.TuneRuntime(app.Runtime{}, os.LookupEnv, app.CgroupMemoryLimit)
 	if c.dataDir == "" && c.natsURL == "" {
 		tmp, err := os.MkdirTemp("", "jetgate-bench-")
 		if err != nil {

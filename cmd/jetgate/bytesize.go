@@ -48,3 +48,61 @@ func (b *byteSize) String() string {
 	}
 	return strconv.FormatInt(n, 10)
 }
+
+// gcPercent is the --gc-percent flag: auto (0), off (-1) or a number.
+type gcPercent int
+
+func (g *gcPercent) Set(s string) error {
+	switch s = strings.TrimSpace(s); s {
+	case "auto":
+		*g = 0
+	case "off":
+		*g = -1
+	default:
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 10 {
+			return fmt.Errorf("want auto, off or a number from 10")
+		}
+		*g = gcPercent(n)
+	}
+	return nil
+}
+
+func (g *gcPercent) String() string {
+	switch {
+	case g == nil || *g == 0:
+		return "auto"
+	case *g < 0:
+		return "off"
+	}
+	return strconv.Itoa(int(*g))
+}
+
+// memoryLimit is the --memory-limit flag: auto (0), none (-1) or a size.
+type memoryLimit int64
+
+func (m *memoryLimit) Set(s string) error {
+	switch s = strings.TrimSpace(s); s {
+	case "auto":
+		*m = 0
+	case "none":
+		*m = -1
+	default:
+		var b byteSize
+		if err := b.Set(s); err != nil || b == 0 {
+			return fmt.Errorf("want auto, none or a size such as 4GiB")
+		}
+		*m = memoryLimit(b)
+	}
+	return nil
+}
+
+func (m *memoryLimit) String() string {
+	switch {
+	case m == nil || *m == 0:
+		return "auto"
+	case *m < 0:
+		return "none"
+	}
+	return (*byteSize)(m).String()
+}

@@ -347,3 +347,39 @@ func TestParseServeNatsAPIFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestParseServeRuntimeFlags: --gc-percent and --memory-limit default to
+// auto (app.TuneRuntime then reads GOGC, GOMEMLIMIT and the cgroup), take
+// their JETGATE_ variables, and refuse what the runtime cannot use.
+func TestParseServeRuntimeFlags(t *testing.T) {
+	t.Parallel()
+	cfg, err := parseServe([]string{"--gc-percent", "250", "--memory-limit", "2GiB"}, lookup(map[string]string{"JETGATE_GC_PERCENT": "off"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (app.Runtime{GCPercent: 250, MemoryLimit: 2 << 30}); cfg.Runtime != want {
+		t.Errorf("flags: %+v, want %+v", cfg.Runtime, want)
+	}
+	cfg, err = parseServe(nil, lookup(map[string]string{"JETGATE_GC_PERCENT": "off", "JETGATE_MEMORY_LIMIT": "512MiB"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (app.Runtime{GCPercent: -1, MemoryLimit: 512 << 20}); cfg.Runtime != want {
+		t.Errorf("env: %+v, want %+v", cfg.Runtime, want)
+	}
+	cfg, err = parseServe([]string{"--gc-percent", "auto", "--memory-limit", "none"}, lookup(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (app.Runtime{GCPercent: 0, MemoryLimit: -1}); cfg.Runtime != want {
+		t.Errorf("auto/none: %+v, want %+v", cfg.Runtime, want)
+	}
+	for _, args := range [][]string{
+		{"--gc-percent", "5"}, {"--gc-percent", "lots"}, {"--memory-limit", "0"}, {"--memory-limit", "-3"},
+		{"--gc-percent", "off"}, // off needs a limit given with it
+	} {
+		if _, err := parseServe(args, lookup(nil)); err == nil {
+			t.Errorf("%v: no error", args)
+		}
+	}
+}

@@ -74,6 +74,7 @@ var serveGroups = []flagGroup{
 		{"otel-traces-endpoint", "URL"}, {"otel-traces-sample-ratio", "RATIO"},
 	}},
 	{"Logging and profiling", [][2]string{{"log-level", "LEVEL"}, {"log-format", "FORMAT"}, {"pprof-addr", "HOST:PORT"}}},
+	{"Go runtime (the collector's tuning; GOGC and GOMEMLIMIT work too)", [][2]string{{"gc-percent", "N"}, {"memory-limit", "SIZE"}}},
 }
 
 // newServeFlags defines every serve flag on a new FlagSet writing into cfg.
@@ -142,6 +143,8 @@ func newServeFlags(cfg *app.Config) *flag.FlagSet {
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "Least severe log level written to stderr: debug, info, warn or error.")
 	fs.StringVar(&cfg.LogFormat, "log-format", "text", "Log format: text (key=value) or json.")
 	fs.StringVar(&cfg.PprofAddr, "pprof-addr", "", "Serve Go's net/http/pprof profiles (heap, CPU, goroutines) on this loopback address, e.g. 127.0.0.1:6060 (go tool pprof http://127.0.0.1:6060/debug/pprof/heap). Off by default; a non-loopback host is refused.")
+	fs.Var((*gcPercent)(&cfg.Runtime.GCPercent), "gc-percent", fmt.Sprintf("Go collector target (GOGC): auto (GOGC if set, else %d: a job is short-lived garbage, and the default 100 spent a quarter of a drain's CPU collecting), a number from 10, or off (only under a memory limit).", app.DefaultGCPercent))
+	fs.Var((*memoryLimit)(&cfg.Runtime.MemoryLimit), "memory-limit", "Soft memory limit of the process (GOMEMLIMIT), the collector works harder near it: auto (GOMEMLIMIT if set, else 3/4 of the cgroup's memory limit when there is one, else none), none, or a size such as 4GiB.")
 	return fs
 }
 
@@ -196,6 +199,9 @@ func validateServe(cfg app.Config) error {
 	if err := natsbind.ValidPrefix(cmp.Or(cfg.NatsAPIPrefix, natsbind.DefaultPrefix)); err != nil {
 		return fmt.Errorf("--nats-api-prefix (%s): %w", envName("nats-api-prefix"), err)
 	}
+	if err := cfg.Runtime.Validate(); err != nil {
+		return fmt.Errorf("--gc-percent (%s), --memory-limit (%s): %w", envName("gc-percent"), envName("memory-limit"), err)
+	}
 	if cfg.PprofAddr != "" {
 		if err := loopbackAddr(cfg.PprofAddr); err != nil {
 			return fmt.Errorf("--pprof-addr (%s): %w", envName("pprof-addr"), err)
@@ -219,6 +225,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	rt := app.TuneRuntime(cfg.Runtime, os.LookupEnv, app.CgroupMemoryLimit)
+	logger.Info("go runtime", "gc_percent", rt.GCPercent, "gc_percent_from", rt.GCSource, "memory_limit_bytes", rt.MemoryLimit, "memory_limit_from", rt.LimitSource)
 	if cfg.PprofAddr != "" {
 		stop, err := servePprof(cfg.PprofAddr, logger)
 		if err != nil {

@@ -37,6 +37,11 @@ type Config struct {
 	// serve` serves net/http/pprof (heap and CPU profiles under load).
 	// Off by default; never part of the API listener.
 	PprofAddr string
+	// Runtime is the Go collector's tuning of a `jetgate serve` process
+	// (--gc-percent, --memory-limit). The serve command applies it with
+	// TuneRuntime before Start; Start does not, so the test kit leaves its
+	// host process's runtime alone.
+	Runtime Runtime
 	// InstanceName identifies this process in event sources and metrics
 	// (default: the hostname).
 	InstanceName string
