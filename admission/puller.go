@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -29,6 +30,16 @@ type puller struct {
 	// claiming are the claim orders of pulls whose messages are not all
 	// claimed or put back yet (claimorder.go).
 	claiming []*claimOrder
+
+	// Messages pulled ahead of the fetches that will take them
+	// (prefetch.go), oldest first; pulledAll is whether the last pull got
+	// all it asked for (a backlog); sweep puts back what waits too long,
+	// sweeps counts its runs; stopped once the service stops.
+	ahead     []aheadMsg
+	pulledAll bool
+	sweep     *time.Timer
+	sweeps    sync.WaitGroup
+	stopped   bool
 }
 
 // maxPull bounds the messages asked for in one pull.
@@ -59,6 +70,23 @@ func (s *Service) puller(queue string) *puller {
 func (p *puller) take(ctx context.Context, want int) ([]jetstream.Msg, []*claimTurn, error) {
 	w := &pullWaiter{want: want, wake: make(chan struct{}, 1)}
 	p.mu.Lock()
+	if !p.busy && len(p.waiting) == 0 && len(p.ahead) >= want {
+		// Pulled ahead for this fetch (prefetch.go): no round trip.
+		got, stale := p.takeAheadLocked(want, time.Now(), nil)
+		if len(got) == want {
+			order := newClaimOrder(len(got), slices.Clone(p.claiming), p.retire)
+			p.claiming = append(p.claiming, order)
+			p.mu.Unlock()
+			p.s.putBack(stale)
+			return msgsOf(got), order.turns, nil
+		}
+		// Some were stale: the rest go first in the pull below, which
+		// this fetch leads (nothing is under way or waiting).
+		p.ahead = slices.Insert(p.ahead, 0, got...)
+		p.mu.Unlock()
+		p.s.putBack(stale)
+		p.mu.Lock()
+	}
 	p.waiting = append(p.waiting, w)
 	lead := !p.busy
 	p.busy = true
@@ -104,11 +132,39 @@ func (p *puller) run(ctx context.Context, self *pullWaiter) {
 		}
 		batch := p.waiting[:n:n]
 		p.waiting = p.waiting[n:]
+		// Messages pulled ahead go first (they are older), then a pull
+		// for the rest, which takes more ahead while the queue has a
+		// backlog (prefetch.go).
+		got, stale := p.takeAheadLocked(total, time.Now(), nil)
+		msgs := msgsOf(got)
+		need := total - len(msgs)
+		extra, prio := 0, 0
+		if need > 0 {
+			extra, prio = p.aheadWanted(total)
+		}
 		p.mu.Unlock()
-		// The pull is not cancelled with the leading request: it serves
-		// other requests too. Every JetStream call in it has a timeout.
-		msgs, err := p.s.pull(context.WithoutCancel(ctx), p.queue, total)
+		p.s.putBack(stale)
+		var err error
+		var pulled []jetstream.Msg
+		if need > 0 {
+			// The pull is not cancelled with the leading request: it
+			// serves other requests too. Every JetStream call in it has a
+			// timeout.
+			pulled, err = p.s.pull(context.WithoutCancel(ctx), p.queue, need+extra)
+			msgs = append(msgs, pulled...)
+		}
 		p.mu.Lock()
+		if need > 0 {
+			p.pulledAll = err == nil && len(pulled) == need+extra
+		}
+		var surplus []jetstream.Msg
+		if len(msgs) > total {
+			msgs, surplus = msgs[:total:total], msgs[total:]
+			if extra > 0 && !p.stopped {
+				p.keepAheadLocked(surplus, prio, time.Now())
+				surplus = nil
+			}
+		}
 		// The claims of all the fetches served take their turns at the
 		// limits in the order of the pull, after those of earlier pulls
 		// still being claimed (claimorder.go).
@@ -130,9 +186,8 @@ func (p *puller) run(ctx context.Context, self *pullWaiter) {
 			}
 		}
 		p.mu.Unlock()
-		for _, m := range msgs {
-			_ = m.Nak()
-		}
+		nakAll(surplus)
+		nakAll(msgs)
 		passAll(turns)
 	}
 }

@@ -258,6 +258,7 @@ func (s *Service) Stop() {
 	s.stopped = true
 	cc, cancel := s.timerCtx, s.cancel
 	s.mu.Unlock()
+	s.stopPullingAhead()
 	cc.Drain()
 	<-cc.Closed()
 	s.leases.stop()

@@ -1,0 +1,195 @@
+package admission
+
+import (
+	"slices"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Pulling ahead (issue 17: "a fetch's pull happens ahead of the fetch that
+// needs it").
+//
+// A fetch spends one JetStream round trip pulling its ready messages and
+// another claiming them. While a queue has a backlog, the pull that serves
+// the fetches waiting now also takes the messages the next fetches will
+// want, and keeps them in the queue's puller ("ahead"); a fetch they cover
+// is handed them at once and waits only for its claims.
+//
+// What keeps this exact:
+//   - Only a queue with one registered priority level and no aging pulls
+//     ahead: messages of one level are handed out oldest first whether
+//     they wait here or in JetStream. A queue that gains a level, starts
+//     aging or is paused uses none of what waits here: those messages
+//     are put back (Nak), the server's answer to each awaited before the
+//     next pull (levelpull.go, putBack), so JetStream hands them out
+//     again before the level's later messages.
+//   - A message waits here at most aheadFor. The ready consumer's AckWait
+//     (ClaimAckWait, 30 s by default) runs from the pull, and a claim may
+//     defer its lease for a third of it (lease.go), so the message is
+//     still held by the claim long after aheadFor. A message older than
+//     that, and every one left when the service stops, is put back.
+//   - Nothing is decided ahead: the claim (the record's create-if-absent,
+//     the limits in message order, claimorder.go) happens when a fetch
+//     takes the message, as for a message pulled for it.
+//   - A pull asks for more only after the queue's last pull got all it
+//     asked for, so a queue that is drained (or kept empty by its
+//     workers) never has its jobs held here, away from other processes.
+//
+// Other processes see fewer messages for at most aheadFor: JetStream hands
+// them the messages after these, and an empty pull of theirs waits
+// for a put-back one as for any other (levels.go).
+
+// aheadFor is the longest a message pulled ahead waits for a fetch.
+const aheadFor = 250 * time.Millisecond
+
+// aheadFetches is how many more fetches' worth of messages a pull takes
+// ahead, within maxPull.
+const aheadFetches = 2
+
+// aheadMsg is a message pulled ahead, with its level and when it came.
+type aheadMsg struct {
+	msg   jetstream.Msg
+	prio  int
+	since time.Time
+}
+
+// mayPullAhead reports whether the queue's pulls may take messages ahead:
+// one registered level (prio), no aging, not paused.
+func (p *puller) mayPullAhead() (prio int, ok bool) {
+	levels := p.s.store.Levels(p.queue)
+	if len(levels) != 1 || p.s.queues.paused(p.queue) {
+		return 0, false
+	}
+	if _, aging := p.s.agingOf(p.queue); aging {
+		return 0, false
+	}
+	return levels[0], true
+}
+
+// takeAheadLocked takes up to want of the messages pulled ahead, oldest
+// first, that are still good to hand out, and appends the stale ones to
+// stale for the caller to put back outside the lock. p.mu is held.
+func (p *puller) takeAheadLocked(want int, now time.Time, stale []jetstream.Msg) (got []aheadMsg, staleOut []jetstream.Msg) {
+	if len(p.ahead) == 0 {
+		return nil, stale
+	}
+	prio, ok := p.mayPullAhead()
+	keep := 0
+	for _, a := range p.ahead {
+		if !ok || a.prio != prio || now.Sub(a.since) > aheadFor {
+			stale = append(stale, a.msg)
+			continue
+		}
+		p.ahead[keep] = a
+		keep++
+	}
+	clear(p.ahead[keep:])
+	p.ahead = p.ahead[:keep]
+	n := min(want, len(p.ahead))
+	got = slices.Clone(p.ahead[:n])
+	clear(p.ahead[:n])
+	p.ahead = p.ahead[n:]
+	return got, stale
+}
+
+// msgsOf returns the messages of a.
+func msgsOf(a []aheadMsg) []jetstream.Msg {
+	out := make([]jetstream.Msg, len(a))
+	for i := range a {
+		out[i] = a[i].msg
+	}
+	return out
+}
+
+// aheadWanted is how many messages a pull for total should take beyond
+// it. p.mu is held.
+func (p *puller) aheadWanted(total int) (extra, prio int) {
+	if !p.pulledAll || p.stopped {
+		return 0, 0
+	}
+	prio, ok := p.mayPullAhead()
+	if !ok {
+		return 0, 0
+	}
+	return max(0, min(aheadFetches*total, maxPull-total-len(p.ahead))), prio
+}
+
+// keepAheadLocked keeps msgs, pulled ahead on level prio, for the next
+// fetches, and arms the sweep that puts back those no fetch takes in
+// time. p.mu is held.
+func (p *puller) keepAheadLocked(msgs []jetstream.Msg, prio int, now time.Time) {
+	for _, m := range msgs {
+		p.ahead = append(p.ahead, aheadMsg{msg: m, prio: prio, since: now})
+	}
+	if len(p.ahead) > 0 && p.sweep == nil && !p.stopped {
+		p.armSweepLocked(aheadFor + aheadFor/4)
+	}
+}
+
+// armSweepLocked runs sweepAhead after d. p.mu is held.
+func (p *puller) armSweepLocked(d time.Duration) {
+	p.sweeps.Add(1)
+	p.sweep = time.AfterFunc(d, p.sweepAhead)
+}
+
+// sweepAhead puts back the messages that waited longer than aheadFor, and
+// re-arms itself while any wait.
+func (p *puller) sweepAhead() {
+	defer p.sweeps.Done()
+	now := time.Now()
+	p.mu.Lock()
+	var stale []jetstream.Msg
+	keep := 0
+	for _, a := range p.ahead {
+		if now.Sub(a.since) > aheadFor {
+			stale = append(stale, a.msg)
+			continue
+		}
+		p.ahead[keep] = a
+		keep++
+	}
+	clear(p.ahead[keep:])
+	p.ahead = p.ahead[:keep]
+	p.sweep = nil
+	if len(p.ahead) > 0 && !p.stopped {
+		p.armSweepLocked(p.ahead[0].since.Add(aheadFor + aheadFor/4).Sub(now))
+	}
+	p.mu.Unlock()
+	p.s.putBack(stale)
+}
+
+// stopAhead puts back every message pulled ahead and pulls no more
+// ahead; the service is stopping.
+func (p *puller) stopAhead() {
+	p.mu.Lock()
+	p.stopped = true
+	if p.sweep != nil && p.sweep.Stop() {
+		p.sweeps.Done() // it will not run
+	}
+	p.sweep = nil
+	stale := make([]jetstream.Msg, 0, len(p.ahead))
+	for _, a := range p.ahead {
+		stale = append(stale, a.msg)
+	}
+	p.ahead = nil
+	p.mu.Unlock()
+	p.s.putBack(stale)
+	p.sweeps.Wait()
+}
+
+// stopPullingAhead puts back what every queue's puller holds ahead.
+func (s *Service) stopPullingAhead() {
+	s.pullers.Range(func(_, v any) bool {
+		v.(*puller).stopAhead()
+		return true
+	})
+}
+
+// nakAll returns messages to JetStream for another fetch without waiting
+// for the server to take the Naks in.
+func nakAll(msgs []jetstream.Msg) {
+	for _, m := range msgs {
+		_ = m.Nak()
+	}
+}
