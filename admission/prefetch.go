@@ -75,9 +75,21 @@ func (p *puller) takeAheadLocked(want int, now time.Time, stale []jetstream.Msg)
 		return nil, stale
 	}
 	prio, ok := p.mayPullAhead()
+	stale = p.dropLocked(stale, func(a aheadMsg) bool { return !ok || a.prio != prio || now.Sub(a.since) > aheadFor })
+	n := min(want, len(p.ahead))
+	got = slices.Clone(p.ahead[:n])
+	clear(p.ahead[:n])
+	p.ahead = p.ahead[n:]
+	return got, stale
+}
+
+// dropLocked removes the messages pulled ahead that drop says may no
+// longer be handed out, keeping the others in order, and appends them to
+// stale. p.mu is held.
+func (p *puller) dropLocked(stale []jetstream.Msg, drop func(aheadMsg) bool) []jetstream.Msg {
 	keep := 0
 	for _, a := range p.ahead {
-		if !ok || a.prio != prio || now.Sub(a.since) > aheadFor {
+		if drop(a) {
 			stale = append(stale, a.msg)
 			continue
 		}
@@ -86,11 +98,7 @@ func (p *puller) takeAheadLocked(want int, now time.Time, stale []jetstream.Msg)
 	}
 	clear(p.ahead[keep:])
 	p.ahead = p.ahead[:keep]
-	n := min(want, len(p.ahead))
-	got = slices.Clone(p.ahead[:n])
-	clear(p.ahead[:n])
-	p.ahead = p.ahead[n:]
-	return got, stale
+	return stale
 }
 
 // msgsOf returns the messages of a.
@@ -139,18 +147,7 @@ func (p *puller) sweepAhead() {
 	defer p.sweeps.Done()
 	now := time.Now()
 	p.mu.Lock()
-	var stale []jetstream.Msg
-	keep := 0
-	for _, a := range p.ahead {
-		if now.Sub(a.since) > aheadFor {
-			stale = append(stale, a.msg)
-			continue
-		}
-		p.ahead[keep] = a
-		keep++
-	}
-	clear(p.ahead[keep:])
-	p.ahead = p.ahead[:keep]
+	stale := p.dropLocked(nil, func(a aheadMsg) bool { return now.Sub(a.since) > aheadFor })
 	p.sweep = nil
 	if len(p.ahead) > 0 && !p.stopped {
 		p.armSweepLocked(p.ahead[0].since.Add(aheadFor + aheadFor/4).Sub(now))
