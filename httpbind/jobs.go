@@ -51,7 +51,7 @@ func (s *server) enqueue(w http.ResponseWriter, r *http.Request) {
 	}
 	writePressure(w, pressure)
 	w.Header().Set("Location", "/ojs/v1/jobs/"+url.PathEscape(job.ID))
-	s.writeJobs(w, r, http.StatusCreated, "job", job.Public(), nil)
+	s.writeJobs(w, r, http.StatusCreated, "job", job, nil)
 }
 
 // enqueueBatch is PUSH (batch), POST /ojs/v1/jobs/batch (9.2): all or

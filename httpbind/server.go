@@ -171,24 +171,30 @@ func (s *server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v
 }
 
 // writeJobs writes {"<key>": job} for one job, or {"<key>": [jobs...]}
-// for a list, each job encoded once by AppendJSON (json.Marshal would run
-// a validating compaction over every job's bytes again). These are the
-// hot responses: enqueue and fetch.
+// for a list (nil jobs left out), each job in its public form
+// (ojs.Job.Public) and encoded once by AppendPublicJSON (json.Marshal
+// would run a validating compaction over every job's bytes again). These
+// are the hot responses: enqueue and fetch.
 func (s *server) writeJobs(w http.ResponseWriter, r *http.Request, status int, key string, one *ojs.Job, list []*ojs.Job) {
-	b := make([]byte, 0, 1024)
-	b = append(b, `{"`...)
+	buf := respBufs.Get().(*[]byte)
+	defer putRespBuf(buf)
+	b := append((*buf)[:0], `{"`...)
 	b = append(b, key...)
 	b = append(b, `":`...)
 	var err error
 	if one != nil {
-		b, err = one.AppendJSON(b)
+		b, err = one.AppendPublicJSON(b)
 	} else {
 		b = append(b, '[')
-		for i, j := range list {
-			if i > 0 {
+		n := 0
+		for _, j := range list {
+			if j == nil {
+				continue
+			}
+			if n++; n > 1 {
 				b = append(b, ',')
 			}
-			if b, err = j.AppendJSON(b); err != nil {
+			if b, err = j.AppendPublicJSON(b); err != nil {
 				break
 			}
 		}
@@ -198,9 +204,24 @@ func (s *server) writeJobs(w http.ResponseWriter, r *http.Request, status int, k
 		s.writeJSON(w, r, status, errEncode{err}) // answers 500
 		return
 	}
+	b = append(b, '}', '\n')
+	*buf = b
 	w.Header().Set("Content-Type", MediaType)
 	w.WriteHeader(status)
-	_, _ = w.Write(append(b, '}', '\n'))
+	_, _ = w.Write(b)
+}
+
+// respBufs recycles the buffers writeJobs encodes into. A buffer goes back
+// when writeJobs returns, after w.Write: an io.Writer must not retain the
+// slice it is given (io.Writer's contract; net/http copies it into the
+// connection's buffer), and nothing else sees the buffer. Buffers over
+// 64 KB (a fetch of many jobs) are left to the garbage collector.
+var respBufs = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
+
+func putRespBuf(buf *[]byte) {
+	if cap(*buf) <= 64<<10 {
+		respBufs.Put(buf)
+	}
 }
 
 // errEncode fails to encode, so writeJSON answers 500 with err logged.

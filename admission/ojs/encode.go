@@ -25,7 +25,13 @@ import (
 
 // AppendJSON appends j's JSON encoding to b: the envelope, then Internal
 // as x_jetgate, then Extra.
-func (j *Job) AppendJSON(b []byte) ([]byte, error) {
+func (j *Job) AppendJSON(b []byte) ([]byte, error) { return j.appendJSON(b, true) }
+
+// AppendPublicJSON appends the JSON encoding of j.Public() to b (j without
+// its server bookkeeping), without copying j: the jobs of a response.
+func (j *Job) AppendPublicJSON(b []byte) ([]byte, error) { return j.appendJSON(b, false) }
+
+func (j *Job) appendJSON(b []byte, internal bool) ([]byte, error) {
 	var err error
 	b = append(b, `{"specversion":`...)
 	b = appendString(b, j.SpecVersion)
@@ -138,7 +144,7 @@ func (j *Job) AppendJSON(b []byte) ([]byte, error) {
 			return nil, err
 		}
 	}
-	if !j.Internal.IsZero() {
+	if internal && !j.Internal.IsZero() {
 		b = append(b, `,"x_jetgate":`...)
 		b = j.Internal.appendJSON(b)
 	}

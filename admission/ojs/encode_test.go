@@ -101,6 +101,10 @@ func TestAppendJSONMatchesReflection(t *testing.T) {
 			if !bytes.Equal(got, want) {
 				t.Fatalf("AppendJSON:\n got %s\nwant %s", got, want)
 			}
+			public, err := j.AppendPublicJSON(nil)
+			if wantPublic := reference(t, j.Public()); err != nil || !bytes.Equal(public, wantPublic) {
+				t.Fatalf("AppendPublicJSON:\n got %s, %v\nwant %s", public, err, wantPublic)
+			}
 			viaMarshal, err := json.Marshal(j)
 			if err != nil || !bytes.Equal(viaMarshal, want) {
 				t.Fatalf("json.Marshal(job) = %s, %v; want %s", viaMarshal, err, want)
@@ -153,6 +157,10 @@ func FuzzAppendJSON(f *testing.F) {
 		}
 		if !reflect.DeepEqual(a, b) {
 			t.Fatalf("AppendJSON decodes differently:\n got %s\nwant %s", got, reference(t, j))
+		}
+		public, err := j.AppendPublicJSON(nil)
+		if want, _ := j.Public().AppendJSON(nil); err != nil || !bytes.Equal(public, want) {
+			t.Fatalf("AppendPublicJSON:\n got %s, %v\nwant %s", public, err, want)
 		}
 	})
 }

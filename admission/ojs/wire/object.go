@@ -32,6 +32,9 @@ func ParseObject(b []byte) (Object, error) {
 	if len(bytes.TrimSpace(b)) == 0 {
 		return Object{}, nil
 	}
+	if o, ok := scanObject(b); ok {
+		return o, nil
+	}
 	var o Object
 	if err := json.Unmarshal(b, &o); err != nil {
 		return nil, jsonError(err)
@@ -79,9 +82,13 @@ func (o Object) Str(name string, required bool) (string, error) {
 		}
 		return "", nil
 	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return "", Invalid(name, "a string", Describe(raw))
+	s, ok := plainString(raw)
+	if !ok {
+		var v string
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return "", Invalid(name, "a string", Describe(raw))
+		}
+		s = v
 	}
 	if required && s == "" {
 		return "", Invalid(name, "a non-empty string", `""`)
@@ -104,10 +111,9 @@ func (o Object) Integer(name string, def, lo, hi int64) (int64, error) {
 	if !ok {
 		return def, nil
 	}
-	rule := fmt.Sprintf("an integer between %d and %d", lo, hi)
 	n, err := strconv.ParseInt(string(raw), 10, 64)
 	if err != nil || n < lo || n > hi {
-		return 0, Invalid(name, rule, Describe(raw))
+		return 0, Invalid(name, fmt.Sprintf("an integer between %d and %d", lo, hi), Describe(raw))
 	}
 	return n, nil
 }
@@ -135,6 +141,9 @@ func (o Object) Strings(name string) (list []string, ok bool, err error) {
 }
 
 func StringArray(name string, raw json.RawMessage) ([]string, bool, error) {
+	if list, ok := plainStrings(raw); ok {
+		return list, true, nil
+	}
 	var items []json.RawMessage
 	if err := json.Unmarshal(raw, &items); err != nil {
 		return nil, true, Invalid(name, "an array of strings", Describe(raw))
@@ -158,16 +167,31 @@ func Describe(raw json.RawMessage) string {
 // CheckQueueName enforces ojs-core.md 4.2: [a-z0-9][a-z0-9\-\.]*, at most
 // 128 characters.
 func CheckQueueName(field, q string) error {
+	if !validQueueName(q) {
+		return Invalid(field, `a queue name matching ^[a-z0-9][a-z0-9\-\.]*$ of at most 128 characters`, strconv.Quote(Short(q)))
+	}
+	return nil
+}
+
+// CheckQueueNames checks names, the queues of a request's field: the
+// first invalid one is reported as field[i].
+func CheckQueueNames(field string, names []string) error {
+	for i, q := range names {
+		if !validQueueName(q) {
+			return CheckQueueName(fmt.Sprintf("%s[%d]", field, i), q)
+		}
+	}
+	return nil
+}
+
+func validQueueName(q string) bool {
 	ok := q != "" && len(q) <= MaxQueueNameLen
 	for i := 0; ok && i < len(q); i++ {
 		c := q[i]
 		alnum := c >= 'a' && c <= 'z' || c >= '0' && c <= '9'
 		ok = alnum || i > 0 && (c == '-' || c == '.')
 	}
-	if !ok {
-		return Invalid(field, `a queue name matching ^[a-z0-9][a-z0-9\-\.]*$ of at most 128 characters`, strconv.Quote(Short(q)))
-	}
-	return nil
+	return ok
 }
 
 // Dedupe removes repeated strings, keeping the first occurrence's order.

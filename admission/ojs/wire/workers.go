@@ -36,10 +36,8 @@ func DecodeFetch(b []byte, maxCount int) (ojs.FetchRequest, error) {
 	if len(queues) == 0 && group == "" {
 		return req, Invalid("queues", "a non-empty array of queue names (or a worker group in group)", Describe(o["queues"]))
 	}
-	for i, q := range queues {
-		if err := CheckQueueName(fmt.Sprintf("queues[%d]", i), q); err != nil {
-			return req, err
-		}
+	if err := CheckQueueNames("queues", queues); err != nil {
+		return req, err
 	}
 	count, err := o.FetchCount(maxCount)
 	if err != nil {
@@ -337,10 +335,8 @@ func DecodeWorkerInfo(o Object) (ojs.WorkerInfo, error) {
 	if in.Queues, _, err = o.Strings("queues"); err != nil {
 		return in, err
 	}
-	for i, q := range in.Queues {
-		if err := CheckQueueName(fmt.Sprintf("queues[%d]", i), q); err != nil {
-			return in, err
-		}
+	if err := CheckQueueNames("queues", in.Queues); err != nil {
+		return in, err
 	}
 	if in.Labels, _, err = o.Strings("labels"); err != nil {
 		return in, err
