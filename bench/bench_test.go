@@ -21,7 +21,7 @@ import (
 func TestMain(m *testing.M) {
 	// Benchmarks measure jetgate with the collector tuning jetgate serve
 	// applies (GOGC and GOMEMLIMIT still win).
-	app.TuneRuntime(app.Runtime{}, os.LookupEnv, app.CgroupMemoryLimit)
+	app.TuneRuntime(app.Runtime{}, os.LookupEnv, app.MemoryCeiling)
 	goleak.VerifyTestMain(m)
 }
 

@@ -143,7 +143,7 @@ func (c benchConfig) run(ctx context.Context, stdout, stderr io.Writer) error {
 	}
 	// The in-process jetgate runs with the collector tuning of jetgate
 	// serve (GOGC and GOMEMLIMIT still win), the baselines beside it too.
-	app.TuneRuntime(app.Runtime{}, os.LookupEnv, app.CgroupMemoryLimit)
+	app.TuneRuntime(app.Runtime{}, os.LookupEnv, app.MemoryCeiling)
 	if c.dataDir == "" && c.natsURL == "" {
 		tmp, err := os.MkdirTemp("", "jetgate-bench-")
 		if err != nil {

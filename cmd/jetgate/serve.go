@@ -144,7 +144,7 @@ func newServeFlags(cfg *app.Config) *flag.FlagSet {
 	fs.StringVar(&cfg.LogFormat, "log-format", "text", "Log format: text (key=value) or json.")
 	fs.StringVar(&cfg.PprofAddr, "pprof-addr", "", "Serve Go's net/http/pprof profiles (heap, CPU, goroutines) on this loopback address, e.g. 127.0.0.1:6060 (go tool pprof http://127.0.0.1:6060/debug/pprof/heap). Off by default; a non-loopback host is refused.")
 	fs.Var((*gcPercent)(&cfg.Runtime.GCPercent), "gc-percent", fmt.Sprintf("Go collector target (GOGC): auto (GOGC if set, else %d: a job is short-lived garbage, and the default 100 spent a quarter of a drain's CPU collecting), a number from 10, or off (only under a memory limit).", app.DefaultGCPercent))
-	fs.Var((*memoryLimit)(&cfg.Runtime.MemoryLimit), "memory-limit", "Soft memory limit of the process (GOMEMLIMIT), the collector works harder near it: auto (GOMEMLIMIT if set, else 3/4 of the cgroup's memory limit when there is one, else none), none, or a size such as 4GiB.")
+	fs.Var((*memoryLimit)(&cfg.Runtime.MemoryLimit), "memory-limit", "Soft memory limit of the process (GOMEMLIMIT), the collector works harder near it: auto (GOMEMLIMIT if set, else 3/4 of the cgroup's memory limit or of the machine's memory, whichever is less), none, or a size such as 4GiB.")
 	return fs
 }
 
@@ -225,7 +225,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	rt := app.TuneRuntime(cfg.Runtime, os.LookupEnv, app.CgroupMemoryLimit)
+	rt := app.TuneRuntime(cfg.Runtime, os.LookupEnv, app.MemoryCeiling)
 	logger.Info("go runtime", "gc_percent", rt.GCPercent, "gc_percent_from", rt.GCSource, "memory_limit_bytes", rt.MemoryLimit, "memory_limit_from", rt.LimitSource)
 	if cfg.PprofAddr != "" {
 		stop, err := servePprof(cfg.PprofAddr, logger)

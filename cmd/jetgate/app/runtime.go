@@ -28,8 +28,8 @@ type Runtime struct {
 	GCPercent int
 	// MemoryLimit is the soft memory limit in bytes (GOMEMLIMIT). 0 means
 	// auto: the GOMEMLIMIT environment variable when set, else 3/4 of the
-	// cgroup's memory limit when the process runs under one, else none.
-	// -1 means none.
+	// cgroup's memory limit or of the machine's memory, whichever is less
+	// (MemoryCeiling). -1 means none.
 	MemoryLimit int64
 }
 
@@ -43,7 +43,7 @@ type RuntimeSettings struct {
 	GCPercent   int    // -1: off
 	GCSource    string // "flag", "GOGC", "default"
 	MemoryLimit int64  // 0: none
-	LimitSource string // "flag", "GOMEMLIMIT", "cgroup", "none"
+	LimitSource string // "flag", "GOMEMLIMIT", "cgroup", "machine", "none"
 }
 
 // String is the settings in one line, e.g. "GC 400 (default), memory
@@ -74,11 +74,11 @@ func (r Runtime) Validate() error {
 }
 
 // TuneRuntime applies r to this process's Go runtime and reports what it
-// applied. lookupEnv reads the environment (os.LookupEnv); cgroupLimit
-// reads the memory limit of the process's cgroup (CgroupMemoryLimit).
+// applied. lookupEnv reads the environment (os.LookupEnv); ceiling tells
+// the memory the process may use and what bounds it (MemoryCeiling).
 // The runtime already read GOGC and GOMEMLIMIT at start, so where they
 // stand TuneRuntime leaves the runtime as it is.
-func TuneRuntime(r Runtime, lookupEnv func(string) (string, bool), cgroupLimit func() int64) RuntimeSettings {
+func TuneRuntime(r Runtime, lookupEnv func(string) (string, bool), ceiling func() (int64, string)) RuntimeSettings {
 	var s RuntimeSettings
 	switch _, env := lookupEnv("GOGC"); {
 	case r.GCPercent != 0:
@@ -104,11 +104,12 @@ func TuneRuntime(r Runtime, lookupEnv func(string) (string, bool), cgroupLimit f
 			s.MemoryLimit = 0
 		}
 	default:
-		if c := cgroupLimit(); c > 0 {
-			s.MemoryLimit, s.LimitSource = c/4*3, "cgroup"
+		if c, from := ceiling(); c > 0 {
+			s.MemoryLimit, s.LimitSource = c/4*3, from
 			debug.SetMemoryLimit(s.MemoryLimit)
 		} else {
 			s.LimitSource = "none"
+			debug.SetMemoryLimit(noLimit)
 		}
 	}
 	return s
@@ -116,6 +117,24 @@ func TuneRuntime(r Runtime, lookupEnv func(string) (string, bool), cgroupLimit f
 
 // noLimit is the runtime's "no memory limit" (math.MaxInt64).
 const noLimit = int64(^uint64(0) >> 1)
+
+// MemoryCeiling is the memory this process may use: its cgroup's limit
+// ("cgroup") or the machine's memory ("machine"), whichever is less, or
+// 0 when neither can be read. With the collector at 400, the heap may
+// grow to five times the live heap between collections: a limit at 3/4
+// of this makes the collector run sooner rather than the process run out
+// (at Go's default of 100 and no limit, a live heap over half the memory
+// ran out too).
+func MemoryCeiling() (int64, string) {
+	c, m := CgroupMemoryLimit(), machineMemory()
+	switch {
+	case c > 0 && (m == 0 || c <= m):
+		return c, "cgroup"
+	case m > 0:
+		return m, "machine"
+	}
+	return 0, ""
+}
 
 // CgroupMemoryLimit is the memory limit of this process's cgroup in
 // bytes (cgroup v2 memory.max, else v1 memory.limit_in_bytes), or 0 when

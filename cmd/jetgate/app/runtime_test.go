@@ -33,31 +33,34 @@ func TestTuneRuntimePrecedence(t *testing.T) {
 		name      string
 		r         Runtime
 		env       map[string]string
-		cgroup    int64
+		ceiling   int64
+		from      string
 		gcBefore  int   // what the runtime read from GOGC at start
 		limBefore int64 // and from GOMEMLIMIT
 		want      RuntimeSettings
 		wantPct   int
 		wantLim   int64
 	}{
-		{"defaults without a cgroup", Runtime{}, nil, 0, 100, math.MaxInt64,
+		{"defaults, no ceiling known", Runtime{}, nil, 0, "", 100, math.MaxInt64,
 			RuntimeSettings{DefaultGCPercent, "default", 0, "none"}, DefaultGCPercent, math.MaxInt64},
-		{"3/4 of the cgroup's limit", Runtime{}, nil, 4 << 30, 100, math.MaxInt64,
+		{"3/4 of the cgroup's limit", Runtime{}, nil, 4 << 30, "cgroup", 100, math.MaxInt64,
 			RuntimeSettings{DefaultGCPercent, "default", 3 << 30, "cgroup"}, DefaultGCPercent, 3 << 30},
-		{"GOGC and GOMEMLIMIT stand", Runtime{}, map[string]string{"GOGC": "150", "GOMEMLIMIT": "1GiB"}, 4 << 30, 150, 1 << 30,
+		{"3/4 of the machine's memory", Runtime{}, nil, 8 << 30, "machine", 100, math.MaxInt64,
+			RuntimeSettings{DefaultGCPercent, "default", 6 << 30, "machine"}, DefaultGCPercent, 6 << 30},
+		{"GOGC and GOMEMLIMIT stand", Runtime{}, map[string]string{"GOGC": "150", "GOMEMLIMIT": "1GiB"}, 4 << 30, "cgroup", 150, 1 << 30,
 			RuntimeSettings{150, "GOGC", 1 << 30, "GOMEMLIMIT"}, 150, 1 << 30},
-		{"flags win over the environment", Runtime{GCPercent: 250, MemoryLimit: 2 << 30}, map[string]string{"GOGC": "150", "GOMEMLIMIT": "1GiB"}, 4 << 30, 150, 1 << 30,
+		{"flags win over the environment", Runtime{GCPercent: 250, MemoryLimit: 2 << 30}, map[string]string{"GOGC": "150", "GOMEMLIMIT": "1GiB"}, 4 << 30, "cgroup", 150, 1 << 30,
 			RuntimeSettings{250, "flag", 2 << 30, "flag"}, 250, 2 << 30},
-		{"no limit though a cgroup has one", Runtime{MemoryLimit: -1}, nil, 4 << 30, 100, 1 << 30,
+		{"no limit though a cgroup has one", Runtime{MemoryLimit: -1}, nil, 4 << 30, "cgroup", 100, 1 << 30,
 			RuntimeSettings{DefaultGCPercent, "default", 0, "none"}, DefaultGCPercent, math.MaxInt64},
-		{"collector off under a limit", Runtime{GCPercent: -1, MemoryLimit: 1 << 30}, nil, 0, 100, math.MaxInt64,
+		{"collector off under a limit", Runtime{GCPercent: -1, MemoryLimit: 1 << 30}, nil, 0, "", 100, math.MaxInt64,
 			RuntimeSettings{-1, "flag", 1 << 30, "flag"}, -1, 1 << 30},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			debug.SetGCPercent(tc.gcBefore)
 			debug.SetMemoryLimit(tc.limBefore)
-			got := TuneRuntime(tc.r, env(tc.env), func() int64 { return tc.cgroup })
+			got := TuneRuntime(tc.r, env(tc.env), func() (int64, string) { return tc.ceiling, tc.from })
 			if got != tc.want {
 				t.Errorf("TuneRuntime = %+v, want %+v", got, tc.want)
 			}
@@ -94,5 +97,16 @@ func TestParseCgroupLimit(t *testing.T) {
 		if got := parseCgroupLimit(in); got != want {
 			t.Errorf("parseCgroupLimit(%q) = %d, want %d", in, got, want)
 		}
+	}
+}
+
+// The ceiling is the cgroup's limit or the machine's memory, the smaller.
+func TestMemoryCeiling(t *testing.T) {
+	c, from := MemoryCeiling()
+	if m := machineMemory(); m > 0 && (c <= 0 || c > m) {
+		t.Errorf("MemoryCeiling = %d (%s), more than the machine's %d", c, from, m)
+	}
+	if cg := CgroupMemoryLimit(); cg > 0 && c > cg {
+		t.Errorf("MemoryCeiling = %d (%s), more than the cgroup's %d", c, from, cg)
 	}
 }
