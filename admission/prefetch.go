@@ -113,7 +113,7 @@ func msgsOf(a []aheadMsg) []jetstream.Msg {
 // aheadWanted is how many messages a pull for total should take beyond
 // it. p.mu is held.
 func (p *puller) aheadWanted(total int) (extra, prio int) {
-	if !p.pulledAll || p.stopped {
+	if !p.pulledAll || p.stopped || p.s.noPullAhead.Load() {
 		return 0, 0
 	}
 	prio, ok := p.mayPullAhead()
@@ -177,6 +177,9 @@ func (p *puller) stopAhead() {
 
 // stopPullingAhead puts back what every queue's puller holds ahead.
 func (s *Service) stopPullingAhead() {
+	// A puller made after the Range (a fetch still under way) pulls
+	// nothing ahead either.
+	s.noPullAhead.Store(true)
 	s.pullers.Range(func(_, v any) bool {
 		v.(*puller).stopAhead()
 		return true

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -162,7 +163,9 @@ type Service struct {
 	levelSnaps sync.Map // queue name -> *levelSnap (levelpull.go)
 	snapAge    time.Duration
 	pullers    sync.Map // queue name -> *puller
-	creating   sync.Map // job id -> chan struct{}, closed when its create is done
+	// noPullAhead is set once the service stops (prefetch.go).
+	noPullAhead atomic.Bool
+	creating    sync.Map // job id -> chan struct{}, closed when its create is done
 
 	// limitKeys are the rate limit keys known to have an entry (limitkeys.go).
 	limitKeys knownKeys
