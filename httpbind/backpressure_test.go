@@ -27,27 +27,33 @@ type liveServer struct {
 
 func setupLive(t *testing.T) liveServer {
 	t.Helper()
+	return setupLiveCfg(t, Config{Extensions: []string{ExtBackpressure}})
+}
+
+// setupLiveCfg is setupLive with the binding's cfg.
+func setupLiveCfg(tb testing.TB, cfg Config) liveServer {
+	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	_, js := natstest.Connect(t, natstest.RunServer(t))
+	tb.Cleanup(cancel)
+	_, js := natstest.Connect(tb, natstest.RunServer(tb))
 	assets, err := topology.Ensure(ctx, js, topology.Config{})
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	svc, err := admission.New(js.Conn(), js, assets, admission.Config{})
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	if err := svc.Start(ctx); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	t.Cleanup(svc.Stop)
-	h, err := New(svc, Config{Extensions: []string{ExtBackpressure}})
+	tb.Cleanup(svc.Stop)
+	h, err := New(svc, cfg)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	ts := httptest.NewServer(h)
-	t.Cleanup(ts.Close)
+	tb.Cleanup(ts.Close)
 	return liveServer{url: ts.URL, svc: svc}
 }
 

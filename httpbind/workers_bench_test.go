@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -14,8 +13,6 @@ import (
 
 	"github.com/jetgate/jetgate/admission"
 	"github.com/jetgate/jetgate/admission/ojs"
-	"github.com/jetgate/jetgate/jetstream/natstest"
-	"github.com/jetgate/jetgate/jetstream/topology"
 )
 
 // BenchmarkWorkerPath counts what one job costs on the HTTP worker path,
@@ -69,30 +66,10 @@ type benchServer struct {
 
 func startBenchServer(tb testing.TB) *benchServer {
 	tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	tb.Cleanup(cancel)
-	_, js := natstest.Connect(tb, natstest.RunServer(tb))
-	assets, err := topology.Ensure(ctx, js, topology.Config{})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	svc, err := admission.New(js.Conn(), js, assets, admission.Config{})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := svc.Start(ctx); err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(svc.Stop)
-	h, err := New(svc, Config{})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	ts := httptest.NewServer(h)
-	tb.Cleanup(ts.Close)
+	live := setupLiveCfg(tb, Config{})
 	tr := &http.Transport{MaxIdleConnsPerHost: 2}
 	tb.Cleanup(tr.CloseIdleConnections)
-	return &benchServer{url: ts.URL, svc: svc, hc: &http.Client{Transport: tr, Timeout: 30 * time.Second}}
+	return &benchServer{url: live.url, svc: live.svc, hc: &http.Client{Transport: tr, Timeout: 30 * time.Second}}
 }
 
 // queue is a fresh queue name, one per run.
