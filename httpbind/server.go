@@ -176,9 +176,12 @@ func (s *server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v
 // would run a validating compaction over every job's bytes again). These
 // are the hot responses: enqueue and fetch.
 func (s *server) writeJobs(w http.ResponseWriter, r *http.Request, status int, key string, one *ojs.Job, list []*ojs.Job) {
-	buf := respBufs.Get().(*[]byte)
-	defer putRespBuf(buf)
-	b := append((*buf)[:0], `{"`...)
+	// The buffer goes back when writeJobs returns, after w.Write: an
+	// io.Writer must not retain the slice it is given (net/http copies it
+	// into the connection's buffer).
+	buf := ojs.GetBuffer()
+	defer ojs.PutBuffer(buf)
+	b := append(*buf, `{"`...)
 	b = append(b, key...)
 	b = append(b, `":`...)
 	var err error
@@ -209,19 +212,6 @@ func (s *server) writeJobs(w http.ResponseWriter, r *http.Request, status int, k
 	w.Header().Set("Content-Type", MediaType)
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
-}
-
-// respBufs recycles the buffers writeJobs encodes into. A buffer goes back
-// when writeJobs returns, after w.Write: an io.Writer must not retain the
-// slice it is given (io.Writer's contract; net/http copies it into the
-// connection's buffer), and nothing else sees the buffer. Buffers over
-// 64 KB (a fetch of many jobs) are left to the garbage collector.
-var respBufs = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
-
-func putRespBuf(buf *[]byte) {
-	if cap(*buf) <= 64<<10 {
-		respBufs.Put(buf)
-	}
 }
 
 // errEncode fails to encode, so writeJSON answers 500 with err logged.

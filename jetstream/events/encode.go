@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/jetgate/jetgate/admission/ojs"
@@ -169,15 +168,3 @@ func rawNeedsRewrite(raw []byte) bool {
 	}
 	return false
 }
-
-// bufPool holds the buffers events are encoded into. A buffer goes back
-// as soon as PublishMsg returns: nats.go copies the payload before that
-// (nats.go v1.55.0, nats.go: (*Conn).publish hands data to
-// nc.bw.appendBufs under nc.mu, and (*natsWriter).appendBufs appends it to
-// w.bufs, or writes it to w.pending while reconnecting; nothing keeps the
-// caller's slice).
-var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
-
-// maxPooledBuf is the largest buffer put back: an event with a huge result
-// should not pin its buffer.
-const maxPooledBuf = 64 << 10

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetgate/jetgate/admission/ojs"
 	"github.com/jetgate/jetgate/jetstream/topology"
 )
 
@@ -248,12 +249,13 @@ func (p *Publisher) publish(eventType, subject string, jd *jobData, data any, tr
 		return
 	}
 	id := p.ids.next()
-	bp := bufPool.Get().(*[]byte)
-	defer func() {
-		if cap(*bp) <= maxPooledBuf {
-			bufPool.Put(bp)
-		}
-	}()
+	// The buffer goes back as soon as PublishMsg returns: nats.go copies
+	// the payload before that (nats.go v1.55.0, nats.go: (*Conn).publish
+	// hands data to nc.bw.appendBufs under nc.mu, and
+	// (*natsWriter).appendBufs appends it to w.bufs, or writes it to
+	// w.pending while reconnecting; nothing keeps the caller's slice).
+	bp := ojs.GetBuffer()
+	defer ojs.PutBuffer(bp)
 	b, err := appendEnvelope((*bp)[:0], &id, eventType, p.cfg.Source, subject, p.cfg.Now(), jd, data)
 	if err != nil {
 		p.drop(eventType, subject, "encode", err)
@@ -264,7 +266,7 @@ func (p *Publisher) publish(eventType, subject string, jd *jobData, data any, tr
 	if traceparent != "" {
 		msg.Header = nats.Header{"traceparent": []string{traceparent}}
 	}
-	if err := p.nc.PublishMsg(msg); err != nil { // copies b (bufPool)
+	if err := p.nc.PublishMsg(msg); err != nil { // copies b (the pooled buffer)
 		p.drop(eventType, subject, "publish", err)
 		return
 	}

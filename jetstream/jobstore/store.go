@@ -95,8 +95,8 @@ func (s *Store) Create(ctx context.Context, j *ojs.Job) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer recordBufs.Put(buf)
-	rev, err := s.assets.Jobs.Create(ctx, j.ID, buf.b)
+	defer ojs.PutBuffer(buf)
+	rev, err := s.assets.Jobs.Create(ctx, j.ID, *buf)
 	if err != nil {
 		if errors.Is(err, jetstream.ErrKeyExists) {
 			return 0, &ojs.DuplicateError{ExistingID: j.ID}
@@ -112,8 +112,8 @@ func (s *Store) Update(ctx context.Context, j *ojs.Job, rev uint64) (uint64, err
 	if err != nil {
 		return 0, err
 	}
-	defer recordBufs.Put(buf)
-	nrev, err := s.assets.Jobs.Update(ctx, j.ID, buf.b, rev)
+	defer ojs.PutBuffer(buf)
+	nrev, err := s.assets.Jobs.Update(ctx, j.ID, *buf, rev)
 	if err != nil {
 		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) {
 			return 0, ErrConflict
@@ -135,9 +135,9 @@ func (s *Store) UpdateTTL(ctx context.Context, j *ojs.Job, rev uint64, ttl time.
 	if err != nil {
 		return 0, err
 	}
-	defer recordBufs.Put(buf)
+	defer ojs.PutBuffer(buf)
 	m := nats.NewMsg("$KV." + topology.JobsBucket + "." + j.ID)
-	m.Data = buf.b
+	m.Data = *buf
 	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(rev, 10))
 	m.Header.Set(jetstream.MsgTTLHeader, ttl.Round(time.Second).String())
 	ack, err := s.js.PublishMsg(ctx, m)
@@ -150,41 +150,20 @@ func (s *Store) UpdateTTL(ctx context.Context, j *ojs.Job, rev uint64, ttl time.
 	return ack.Sequence, nil
 }
 
-// recordBuf is a buffer a record is encoded into, from recordBufs.
-type recordBuf struct{ b []byte }
-
-// recordBufs recycles the buffers of Create, Update and UpdateTTL: a
-// record is a kilobyte or so, encoded on every transition. A buffer lives
-// from encodeRecord to the return of the publish that sends it, which is
-// when the deferred Put runs: nats.go copies a message's data into the
-// connection's write buffer before a publish returns (natsWriter.appendBufs
-// in nats.go), and neither the jetstream publish nor the KV update keeps
-// the message, so nothing refers to the buffer after the call.
-var recordBufs = recordPool{sync.Pool{New: func() any { return &recordBuf{b: make([]byte, 0, 2048)} }}}
-
-type recordPool struct{ p sync.Pool }
-
-func (p *recordPool) Get() *recordBuf { return p.p.Get().(*recordBuf) }
-
-// Put returns buf to the pool; an unusually large one (a job with big args)
-// is left to the garbage collector rather than kept.
-func (p *recordPool) Put(buf *recordBuf) {
-	if cap(buf.b) <= 64<<10 {
-		buf.b = buf.b[:0]
-		p.p.Put(buf)
-	}
-}
-
-// encodeRecord encodes j into a buffer of recordBufs; the caller puts it
-// back once the write that sends it returned.
-func encodeRecord(j *ojs.Job) (*recordBuf, error) {
-	buf := recordBufs.Get()
-	b, err := j.AppendJSON(buf.b[:0])
+// encodeRecord encodes j into a pooled buffer (ojs.GetBuffer) for
+// Create, Update and UpdateTTL, which put it back when the publish that
+// sends it returns: nats.go copies a message's data into the connection's
+// write buffer before a publish returns (natsWriter.appendBufs), and
+// neither the jetstream publish nor the KV update keeps the message, so
+// nothing refers to the buffer after the call.
+func encodeRecord(j *ojs.Job) (*[]byte, error) {
+	buf := ojs.GetBuffer()
+	b, err := j.AppendJSON(*buf)
 	if err != nil {
-		recordBufs.Put(buf)
+		ojs.PutBuffer(buf)
 		return nil, fmt.Errorf("encode job %s: %w", j.ID, err)
 	}
-	buf.b = b
+	*buf = b
 	return buf, nil
 }
 
