@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"flag"
-	"github.com/jetgate/jetgate/cmd/jetgate/app"
 	"os"
 	"strconv"
 	"sync"
@@ -14,6 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/jetgate/jetgate/admission/ojs"
+	"github.com/jetgate/jetgate/cmd/jetgate/app"
 )
 
 // Every benchmark and test stops its jetgate, clients and goroutines

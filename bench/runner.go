@@ -3,13 +3,13 @@ package bench
 import (
 	"context"
 	"fmt"
-	"math"
 	"os"
 	"runtime"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/jetgate/jetgate/cmd/jetgate/app"
 )
 
 // Results is a whole run: what it ran on, with which knobs, and every
@@ -235,16 +235,15 @@ func machine() Machine {
 	}
 }
 
-// gcLine reads the collector's target and memory limit, e.g. "GOGC=400,
-// no memory limit".
+// gcLine names the collector's target and memory limit the run has, e.g.
+// "GOGC=400, no memory limit".
 func gcLine() string {
-	pct := debug.SetGCPercent(-1)
-	debug.SetGCPercent(pct)
+	pct, lim := app.GC()
 	gc := "GOGC=off"
 	if pct >= 0 {
 		gc = fmt.Sprintf("GOGC=%d", pct)
 	}
-	if lim := debug.SetMemoryLimit(-1); lim < math.MaxInt64 {
+	if lim > 0 {
 		return fmt.Sprintf("%s, memory limit %d MiB", gc, lim>>20)
 	}
 	return gc + ", no memory limit"

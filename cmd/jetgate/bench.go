@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/jetgate/jetgate/cmd/jetgate/app"
 	"io"
 	"os"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jetgate/jetgate/bench"
+	"github.com/jetgate/jetgate/cmd/jetgate/app"
 )
 
 // benchConfig is what `jetgate bench` is told.

@@ -38,7 +38,7 @@ type Runtime struct {
 const DefaultGCPercent = 400
 
 // RuntimeSettings is what TuneRuntime applied and where each came from,
-// for the startup log and bench reports.
+// for the startup log.
 type RuntimeSettings struct {
 	GCPercent   int    // -1: off
 	GCSource    string // "flag", "GOGC", "default"
@@ -46,18 +46,15 @@ type RuntimeSettings struct {
 	LimitSource string // "flag", "GOMEMLIMIT", "cgroup", "machine", "none"
 }
 
-// String is the settings in one line, e.g. "GC 400 (default), memory
-// limit 3GiB (cgroup)".
-func (s RuntimeSettings) String() string {
-	gc := "off"
-	if s.GCPercent >= 0 {
-		gc = strconv.Itoa(s.GCPercent)
+// GC reads the collector's target (-1: off) and soft memory limit (0:
+// none) the process runs with now.
+func GC() (percent int, limit int64) {
+	percent = debug.SetGCPercent(-1) // -1 also turns it off: set it back
+	debug.SetGCPercent(percent)
+	if limit = debug.SetMemoryLimit(-1); limit == noLimit { // -1 reads without setting
+		limit = 0
 	}
-	limit := "none"
-	if s.MemoryLimit > 0 {
-		limit = fmt.Sprintf("%d MiB", s.MemoryLimit>>20)
-	}
-	return fmt.Sprintf("GC %s (%s), memory limit %s (%s)", gc, s.GCSource, limit, s.LimitSource)
+	return percent, limit
 }
 
 // Validate checks the settings a user gave.
@@ -85,8 +82,8 @@ func TuneRuntime(r Runtime, lookupEnv func(string) (string, bool), ceiling func(
 		s.GCPercent, s.GCSource = r.GCPercent, "flag"
 		debug.SetGCPercent(r.GCPercent)
 	case env:
-		s.GCPercent, s.GCSource = debug.SetGCPercent(-1), "GOGC" // read it back
-		debug.SetGCPercent(s.GCPercent)
+		s.GCPercent, _ = GC()
+		s.GCSource = "GOGC"
 	default:
 		s.GCPercent, s.GCSource = DefaultGCPercent, "default"
 		debug.SetGCPercent(DefaultGCPercent)
@@ -99,10 +96,8 @@ func TuneRuntime(r Runtime, lookupEnv func(string) (string, bool), ceiling func(
 		s.LimitSource = "none"
 		debug.SetMemoryLimit(noLimit)
 	case env:
-		s.MemoryLimit, s.LimitSource = debug.SetMemoryLimit(-1), "GOMEMLIMIT" // -1 reads without setting
-		if s.MemoryLimit == noLimit {
-			s.MemoryLimit = 0
-		}
+		_, s.MemoryLimit = GC()
+		s.LimitSource = "GOMEMLIMIT"
 	default:
 		if c, from := ceiling(); c > 0 {
 			s.MemoryLimit, s.LimitSource = c/4*3, from

@@ -21,12 +21,6 @@ func env(vars map[string]string) func(string) (string, bool) {
 	return func(k string) (string, bool) { v, ok := vars[k]; return v, ok }
 }
 
-func currentGC() (int, int64) {
-	pct := debug.SetGCPercent(-1)
-	debug.SetGCPercent(pct)
-	return pct, debug.SetMemoryLimit(-1)
-}
-
 func TestTuneRuntimePrecedence(t *testing.T) {
 	keepRuntime(t)
 	cases := []struct {
@@ -39,10 +33,10 @@ func TestTuneRuntimePrecedence(t *testing.T) {
 		limBefore int64 // and from GOMEMLIMIT
 		want      RuntimeSettings
 		wantPct   int
-		wantLim   int64
+		wantLim   int64 // as GC reads it: 0 is none
 	}{
 		{"defaults, no ceiling known", Runtime{}, nil, 0, "", 100, math.MaxInt64,
-			RuntimeSettings{DefaultGCPercent, "default", 0, "none"}, DefaultGCPercent, math.MaxInt64},
+			RuntimeSettings{DefaultGCPercent, "default", 0, "none"}, DefaultGCPercent, 0},
 		{"3/4 of the cgroup's limit", Runtime{}, nil, 4 << 30, "cgroup", 100, math.MaxInt64,
 			RuntimeSettings{DefaultGCPercent, "default", 3 << 30, "cgroup"}, DefaultGCPercent, 3 << 30},
 		{"3/4 of the machine's memory", Runtime{}, nil, 8 << 30, "machine", 100, math.MaxInt64,
@@ -52,7 +46,7 @@ func TestTuneRuntimePrecedence(t *testing.T) {
 		{"flags win over the environment", Runtime{GCPercent: 250, MemoryLimit: 2 << 30}, map[string]string{"GOGC": "150", "GOMEMLIMIT": "1GiB"}, 4 << 30, "cgroup", 150, 1 << 30,
 			RuntimeSettings{250, "flag", 2 << 30, "flag"}, 250, 2 << 30},
 		{"no limit though a cgroup has one", Runtime{MemoryLimit: -1}, nil, 4 << 30, "cgroup", 100, 1 << 30,
-			RuntimeSettings{DefaultGCPercent, "default", 0, "none"}, DefaultGCPercent, math.MaxInt64},
+			RuntimeSettings{DefaultGCPercent, "default", 0, "none"}, DefaultGCPercent, 0},
 		{"collector off under a limit", Runtime{GCPercent: -1, MemoryLimit: 1 << 30}, nil, 0, "", 100, math.MaxInt64,
 			RuntimeSettings{-1, "flag", 1 << 30, "flag"}, -1, 1 << 30},
 	}
@@ -64,7 +58,7 @@ func TestTuneRuntimePrecedence(t *testing.T) {
 			if got != tc.want {
 				t.Errorf("TuneRuntime = %+v, want %+v", got, tc.want)
 			}
-			if pct, lim := currentGC(); pct != tc.wantPct || lim != tc.wantLim {
+			if pct, lim := GC(); pct != tc.wantPct || lim != tc.wantLim {
 				t.Errorf("runtime has GC %d, limit %d; want %d, %d", pct, lim, tc.wantPct, tc.wantLim)
 			}
 		})
