@@ -1,7 +1,6 @@
 package admission
 
 import (
-	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -67,30 +66,60 @@ func (p *puller) mayPullAhead() (prio int, ok bool) {
 	return levels[0], true
 }
 
-// takeAheadLocked takes up to want of the messages pulled ahead, oldest
-// first, that are still good to hand out, and appends the stale ones to
-// stale for the caller to put back outside the lock. p.mu is held.
-func (p *puller) takeAheadLocked(want int, now time.Time, stale []jetstream.Msg) (got []aheadMsg, staleOut []jetstream.Msg) {
-	if len(p.ahead) == 0 {
-		return nil, stale
+// coversLocked reports whether the oldest want messages pulled ahead may
+// all be handed out now, the test of a fetch served without a pull; what
+// is stale is left for the next pull to put back first. p.mu is held.
+func (p *puller) coversLocked(want int, now time.Time) bool {
+	if want == 0 || len(p.ahead) < want || now.Sub(p.ahead[0].since) > aheadFor { // oldest first
+		return false
 	}
 	prio, ok := p.mayPullAhead()
-	stale = p.dropLocked(stale, func(a aheadMsg) bool { return !ok || a.prio != prio || now.Sub(a.since) > aheadFor })
-	n := min(want, len(p.ahead))
-	got = slices.Clone(p.ahead[:n])
+	if !ok {
+		return false
+	}
+	for _, a := range p.ahead[:want] {
+		if a.prio != prio {
+			return false
+		}
+	}
+	return true
+}
+
+// takeAheadLocked drops the messages pulled ahead that may no longer be
+// handed out (stale, for the caller to put back outside the lock and
+// before its next pull) and takes up to want of the rest, oldest first.
+// p.mu is held.
+func (p *puller) takeAheadLocked(want int, now time.Time) (msgs, stale []jetstream.Msg) {
+	if len(p.ahead) == 0 {
+		return nil, nil
+	}
+	prio, ok := p.mayPullAhead()
+	stale = p.dropLocked(func(a aheadMsg) bool { return !ok || a.prio != prio || now.Sub(a.since) > aheadFor })
+	return p.popAheadLocked(want), stale
+}
+
+// popAheadLocked takes up to n of the messages pulled ahead, oldest first.
+// p.mu is held.
+func (p *puller) popAheadLocked(n int) []jetstream.Msg {
+	n = min(n, len(p.ahead))
+	msgs := make([]jetstream.Msg, n)
+	for i := range n {
+		msgs[i] = p.ahead[i].msg
+	}
 	clear(p.ahead[:n])
 	p.ahead = p.ahead[n:]
-	return got, stale
+	return msgs
 }
 
 // dropLocked removes the messages pulled ahead that drop says may no
-// longer be handed out, keeping the others in order, and appends them to
-// stale. p.mu is held.
-func (p *puller) dropLocked(stale []jetstream.Msg, drop func(aheadMsg) bool) []jetstream.Msg {
+// longer be handed out, keeping the others in order, and returns them.
+// p.mu is held.
+func (p *puller) dropLocked(drop func(aheadMsg) bool) []jetstream.Msg {
+	var dropped []jetstream.Msg
 	keep := 0
 	for _, a := range p.ahead {
 		if drop(a) {
-			stale = append(stale, a.msg)
+			dropped = append(dropped, a.msg)
 			continue
 		}
 		p.ahead[keep] = a
@@ -98,22 +127,13 @@ func (p *puller) dropLocked(stale []jetstream.Msg, drop func(aheadMsg) bool) []j
 	}
 	clear(p.ahead[keep:])
 	p.ahead = p.ahead[:keep]
-	return stale
-}
-
-// msgsOf returns the messages of a.
-func msgsOf(a []aheadMsg) []jetstream.Msg {
-	out := make([]jetstream.Msg, len(a))
-	for i := range a {
-		out[i] = a[i].msg
-	}
-	return out
+	return dropped
 }
 
 // aheadWanted is how many messages a pull for total should take beyond
 // it. p.mu is held.
 func (p *puller) aheadWanted(total int) (extra, prio int) {
-	if !p.pulledAll || p.stopped || p.s.noPullAhead.Load() {
+	if !p.pulledAll || p.s.noPullAhead.Load() {
 		return 0, 0
 	}
 	prio, ok := p.mayPullAhead()
@@ -130,7 +150,7 @@ func (p *puller) keepAheadLocked(msgs []jetstream.Msg, prio int, now time.Time) 
 	for _, m := range msgs {
 		p.ahead = append(p.ahead, aheadMsg{msg: m, prio: prio, since: now})
 	}
-	if len(p.ahead) > 0 && p.sweep == nil && !p.stopped {
+	if len(p.ahead) > 0 && p.sweep == nil && !p.s.noPullAhead.Load() {
 		p.armSweepLocked(aheadFor + aheadFor/4)
 	}
 }
@@ -147,29 +167,25 @@ func (p *puller) sweepAhead() {
 	defer p.sweeps.Done()
 	now := time.Now()
 	p.mu.Lock()
-	stale := p.dropLocked(nil, func(a aheadMsg) bool { return now.Sub(a.since) > aheadFor })
+	stale := p.dropLocked(func(a aheadMsg) bool { return now.Sub(a.since) > aheadFor })
 	p.sweep = nil
-	if len(p.ahead) > 0 && !p.stopped {
+	if len(p.ahead) > 0 && !p.s.noPullAhead.Load() {
 		p.armSweepLocked(p.ahead[0].since.Add(aheadFor + aheadFor/4).Sub(now))
 	}
 	p.mu.Unlock()
 	p.s.putBack(stale)
 }
 
-// stopAhead puts back every message pulled ahead and pulls no more
-// ahead; the service is stopping.
+// stopAhead puts back every message pulled ahead; the service is
+// stopping (noPullAhead is set, so no more are kept and no sweep is
+// armed again).
 func (p *puller) stopAhead() {
 	p.mu.Lock()
-	p.stopped = true
 	if p.sweep != nil && p.sweep.Stop() {
 		p.sweeps.Done() // it will not run
 	}
 	p.sweep = nil
-	stale := make([]jetstream.Msg, 0, len(p.ahead))
-	for _, a := range p.ahead {
-		stale = append(stale, a.msg)
-	}
-	p.ahead = nil
+	stale := p.dropLocked(func(aheadMsg) bool { return true })
 	p.mu.Unlock()
 	p.s.putBack(stale)
 	p.sweeps.Wait()
@@ -177,8 +193,9 @@ func (p *puller) stopAhead() {
 
 // stopPullingAhead puts back what every queue's puller holds ahead.
 func (s *Service) stopPullingAhead() {
-	// A puller made after the Range (a fetch still under way) pulls
-	// nothing ahead either.
+	// Set before any puller is emptied: a pull that lands after its
+	// puller was emptied sees it under the puller's lock and keeps
+	// nothing, and a puller made after the Range pulls nothing ahead.
 	s.noPullAhead.Store(true)
 	s.pullers.Range(func(_, v any) bool {
 		v.(*puller).stopAhead()

@@ -34,12 +34,11 @@ type puller struct {
 	// Messages pulled ahead of the fetches that will take them
 	// (prefetch.go), oldest first; pulledAll is whether the last pull got
 	// all it asked for (a backlog); sweep puts back what waits too long,
-	// sweeps counts its runs; stopped once the service stops.
+	// sweeps counts its runs.
 	ahead     []aheadMsg
 	pulledAll bool
 	sweep     *time.Timer
 	sweeps    sync.WaitGroup
-	stopped   bool
 }
 
 // maxPull bounds the messages asked for in one pull.
@@ -70,22 +69,13 @@ func (s *Service) puller(queue string) *puller {
 func (p *puller) take(ctx context.Context, want int) ([]jetstream.Msg, []*claimTurn, error) {
 	w := &pullWaiter{want: want, wake: make(chan struct{}, 1)}
 	p.mu.Lock()
-	if !p.busy && len(p.waiting) == 0 && len(p.ahead) >= want {
+	if !p.busy && len(p.waiting) == 0 && p.coversLocked(want, time.Now()) {
 		// Pulled ahead for this fetch (prefetch.go): no round trip.
-		got, stale := p.takeAheadLocked(want, time.Now(), nil)
-		if len(got) == want {
-			order := newClaimOrder(len(got), slices.Clone(p.claiming), p.retire)
-			p.claiming = append(p.claiming, order)
-			p.mu.Unlock()
-			p.s.putBack(stale)
-			return msgsOf(got), order.turns, nil
-		}
-		// Some were stale: the rest go first in the pull below, which
-		// this fetch leads (nothing is under way or waiting).
-		p.ahead = slices.Insert(p.ahead, 0, got...)
+		msgs := p.popAheadLocked(want)
+		order := newClaimOrder(len(msgs), slices.Clone(p.claiming), p.retire)
+		p.claiming = append(p.claiming, order)
 		p.mu.Unlock()
-		p.s.putBack(stale)
-		p.mu.Lock()
+		return msgs, order.turns, nil
 	}
 	p.waiting = append(p.waiting, w)
 	lead := !p.busy
@@ -135,8 +125,7 @@ func (p *puller) run(ctx context.Context, self *pullWaiter) {
 		// Messages pulled ahead go first (they are older), then a pull
 		// for the rest, which takes more ahead while the queue has a
 		// backlog (prefetch.go).
-		got, stale := p.takeAheadLocked(total, time.Now(), nil)
-		msgs := msgsOf(got)
+		msgs, stale := p.takeAheadLocked(total, time.Now())
 		need := total - len(msgs)
 		extra, prio := 0, 0
 		if need > 0 {
@@ -160,7 +149,7 @@ func (p *puller) run(ctx context.Context, self *pullWaiter) {
 		var surplus []jetstream.Msg
 		if len(msgs) > total {
 			msgs, surplus = msgs[:total:total], msgs[total:]
-			if extra > 0 && !p.stopped {
+			if extra > 0 && !p.s.noPullAhead.Load() {
 				p.keepAheadLocked(surplus, prio, time.Now())
 				surplus = nil
 			}
