@@ -12,8 +12,9 @@ import (
 // A fetch spends one JetStream round trip pulling its ready messages and
 // another claiming them. While a queue has a backlog, the pull that serves
 // the fetches waiting now also takes the messages the next fetches will
-// want, and keeps them in the queue's puller ("ahead"); a fetch they cover
-// is handed them at once and waits only for its claims.
+// want, and keeps them in the queue's puller ("ahead"); the next pull
+// hands them out first and pulls only for the rest, so a fetch they cover
+// makes no round trip to JetStream and waits only for its claims.
 //
 // What keeps this exact:
 //   - Only a queue with one registered priority level and no aging pulls
@@ -64,25 +65,6 @@ func (p *puller) mayPullAhead() (prio int, ok bool) {
 		return 0, false
 	}
 	return levels[0], true
-}
-
-// coversLocked reports whether the oldest want messages pulled ahead may
-// all be handed out now, the test of a fetch served without a pull; what
-// is stale is left for the next pull to put back first. p.mu is held.
-func (p *puller) coversLocked(want int, now time.Time) bool {
-	if want == 0 || len(p.ahead) < want || now.Sub(p.ahead[0].since) > aheadFor { // oldest first
-		return false
-	}
-	prio, ok := p.mayPullAhead()
-	if !ok {
-		return false
-	}
-	for _, a := range p.ahead[:want] {
-		if a.prio != prio {
-			return false
-		}
-	}
-	return true
 }
 
 // takeAheadLocked drops the messages pulled ahead that may no longer be

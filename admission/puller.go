@@ -69,14 +69,6 @@ func (s *Service) puller(queue string) *puller {
 func (p *puller) take(ctx context.Context, want int) ([]jetstream.Msg, []*claimTurn, error) {
 	w := &pullWaiter{want: want, wake: make(chan struct{}, 1)}
 	p.mu.Lock()
-	if !p.busy && len(p.waiting) == 0 && p.coversLocked(want, time.Now()) {
-		// Pulled ahead for this fetch (prefetch.go): no round trip.
-		msgs := p.popAheadLocked(want)
-		order := newClaimOrder(len(msgs), slices.Clone(p.claiming), p.retire)
-		p.claiming = append(p.claiming, order)
-		p.mu.Unlock()
-		return msgs, order.turns, nil
-	}
 	p.waiting = append(p.waiting, w)
 	lead := !p.busy
 	p.busy = true
