@@ -40,8 +40,9 @@ import (
 // them the messages after these, and an empty pull of theirs waits
 // for a put-back one as for any other (levels.go).
 
-// aheadFor is the longest a message pulled ahead waits for a fetch.
-const aheadFor = 250 * time.Millisecond
+// defaultAheadFor is the longest a message pulled ahead waits for a fetch
+// (Config.aheadFor, "aheadFor" below).
+const defaultAheadFor = 250 * time.Millisecond
 
 // aheadFetches is how many more fetches' worth of messages a pull takes
 // ahead, within maxPull.
@@ -76,7 +77,7 @@ func (p *puller) takeAheadLocked(want int, now time.Time) (msgs, stale []jetstre
 		return nil, nil
 	}
 	prio, ok := p.mayPullAhead()
-	stale = p.dropLocked(func(a aheadMsg) bool { return !ok || a.prio != prio || now.Sub(a.since) > aheadFor })
+	stale = p.dropLocked(func(a aheadMsg) bool { return !ok || a.prio != prio || now.Sub(a.since) > p.s.cfg.aheadFor })
 	return p.popAheadLocked(want), stale
 }
 
@@ -133,7 +134,7 @@ func (p *puller) keepAheadLocked(msgs []jetstream.Msg, prio int, now time.Time) 
 		p.ahead = append(p.ahead, aheadMsg{msg: m, prio: prio, since: now})
 	}
 	if len(p.ahead) > 0 && p.sweep == nil && !p.s.noPullAhead.Load() {
-		p.armSweepLocked(aheadFor + aheadFor/4)
+		p.armSweepLocked(p.s.cfg.aheadFor * 5 / 4)
 	}
 }
 
@@ -149,10 +150,10 @@ func (p *puller) sweepAhead() {
 	defer p.sweeps.Done()
 	now := time.Now()
 	p.mu.Lock()
-	stale := p.dropLocked(func(a aheadMsg) bool { return now.Sub(a.since) > aheadFor })
+	stale := p.dropLocked(func(a aheadMsg) bool { return now.Sub(a.since) > p.s.cfg.aheadFor })
 	p.sweep = nil
 	if len(p.ahead) > 0 && !p.s.noPullAhead.Load() {
-		p.armSweepLocked(p.ahead[0].since.Add(aheadFor + aheadFor/4).Sub(now))
+		p.armSweepLocked(p.ahead[0].since.Add(p.s.cfg.aheadFor * 5 / 4).Sub(now))
 	}
 	p.mu.Unlock()
 	p.s.putBack(stale)

@@ -21,16 +21,21 @@ import (
 // keeps that exact: priority first (PRI-003), nothing held from other
 // processes for long, nothing left held when a process stops.
 
-// startedService is a started Service on srv, stopped at cleanup.
-func startedService(t *testing.T, ctx context.Context, srv *server.Server) *Service {
-	t.Helper()
-	s, _ := startedServiceCfg(t, ctx, srv, Config{})
-	return s
+// minuteCtx bounds one of these tests.
+func minuteCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
 }
 
-// startedServiceCfg is startedService with cfg, also returning its
-// connection.
-func startedServiceCfg(t *testing.T, ctx context.Context, srv *server.Server, cfg Config) (*Service, *nats.Conn) {
+// heldLong keeps messages pulled ahead for a minute: long enough that
+// what a test checks of them right after a fetch never races the sweep,
+// however slow the machine.
+var heldLong = Config{aheadFor: time.Minute}
+
+// startedService is a started Service with cfg on srv, stopped at
+// cleanup, and its connection.
+func startedService(t *testing.T, ctx context.Context, srv *server.Server, cfg Config) (*Service, *nats.Conn) {
 	t.Helper()
 	nc, js := natstest.Connect(t, srv)
 	assets, err := topology.Ensure(ctx, js, topology.Config{})
@@ -93,6 +98,21 @@ func delivered(t *testing.T, ctx context.Context, s *Service, queue string, prio
 }
 
 // argOf is the number a job of enqueueN carries as its one argument.
+// fetchedOnce records the jobs of enqueueN fetched so far, by their
+// argument, failing the test on a job fetched twice.
+type fetchedOnce map[int]string
+
+func (f fetchedOnce) note(t *testing.T, jobs []*ojs.Job) {
+	t.Helper()
+	for _, j := range jobs {
+		a := argOf(t, j)
+		if _, ok := f[a]; ok {
+			t.Fatalf("job %d fetched twice", a)
+		}
+		f[a] = j.ID
+	}
+}
+
 func argOf(t *testing.T, j *ojs.Job) int {
 	t.Helper()
 	var args []int
@@ -107,9 +127,8 @@ func argOf(t *testing.T, j *ojs.Job) int {
 // order all the same.
 func TestPullAheadServesTheNextFetchWithoutAPull_PRI004(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	s := startedService(t, ctx, natstest.RunServer(t))
+	ctx := minuteCtx(t)
+	s, _ := startedService(t, ctx, natstest.RunServer(t), heldLong)
 	enqueueN(t, ctx, s, "q", 5, 0, 100)
 	var got []int
 	take := func(n int) {
@@ -143,22 +162,12 @@ func TestPullAheadServesTheNextFetchWithoutAPull_PRI004(t *testing.T) {
 // job is still fetched exactly once.
 func TestPullAheadYieldsToAMoreUrgentLevel_PRI003(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	s := startedService(t, ctx, natstest.RunServer(t))
+	ctx := minuteCtx(t)
+	s, _ := startedService(t, ctx, natstest.RunServer(t), heldLong)
 	enqueueN(t, ctx, s, "q", 5, 0, 40)
-	seen := map[int]bool{}
-	note := func(jobs []*ojs.Job) {
-		for _, j := range jobs {
-			a := argOf(t, j)
-			if seen[a] {
-				t.Fatalf("job %d fetched twice", a)
-			}
-			seen[a] = true
-		}
-	}
-	note(fetchN(t, ctx, s, "q", 4))
-	note(fetchN(t, ctx, s, "q", 4))
+	seen := fetchedOnce{}
+	seen.note(t, fetchN(t, ctx, s, "q", 4))
+	seen.note(t, fetchN(t, ctx, s, "q", 4))
 	if aheadOf(s, "q") == 0 {
 		t.Fatal("no messages pulled ahead with a backlog of 32")
 	}
@@ -167,10 +176,10 @@ func TestPullAheadYieldsToAMoreUrgentLevel_PRI003(t *testing.T) {
 	if len(first) != 1 || first[0].Priority != 0 {
 		t.Fatalf("fetch after a priority-0 enqueue got %v, want the priority-0 job", first)
 	}
-	note(first)
+	seen.note(t, first)
 	deadline := time.Now().Add(20 * time.Second)
 	for len(seen) < 41 && time.Now().Before(deadline) {
-		note(fetchN(t, ctx, s, "q", 10))
+		seen.note(t, fetchN(t, ctx, s, "q", 10))
 	}
 	if len(seen) != 41 {
 		t.Fatalf("fetched %d of 41 jobs", len(seen))
@@ -183,11 +192,15 @@ func TestPullAheadYieldsToAMoreUrgentLevel_PRI003(t *testing.T) {
 // it held ahead goes back at once.
 func TestPullAheadHoldsNothingFromOtherProcessesForLong(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	ctx := minuteCtx(t)
 	srv := natstest.RunServer(t)
-	a := startedService(t, ctx, srv)
-	b := startedService(t, ctx, srv)
+	// Held 2 s (not the default 250 ms), so that the check that a holds
+	// some right after its fetches does not race the sweep on a slow
+	// machine; 2 s is still far from the 30 s AckWait that returns them
+	// without the sweep.
+	held := Config{aheadFor: 2 * time.Second}
+	a, _ := startedService(t, ctx, srv, held)
+	b, _ := startedService(t, ctx, srv, held)
 	for _, tc := range []struct {
 		name string
 		stop bool
@@ -225,25 +238,19 @@ func TestPullAheadHoldsNothingFromOtherProcessesForLong(t *testing.T) {
 // exactly once.
 func TestPullAheadCrashLosesNoJob(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	ctx := minuteCtx(t)
 	srv := natstest.RunServer(t)
-	cfg := Config{ClaimAckWait: 2 * time.Second}
-	a, anc := startedServiceCfg(t, ctx, srv, cfg)
-	b, _ := startedServiceCfg(t, ctx, srv, cfg)
+	cfg := Config{ClaimAckWait: 2 * time.Second, aheadFor: time.Minute}
+	a, anc := startedService(t, ctx, srv, cfg)
+	b, _ := startedService(t, ctx, srv, cfg)
 	const n = 30
 	enqueueN(t, ctx, a, "q", 2, 0, n)
-	seen := map[int]bool{}
-	ids := map[int]string{}
+	seen := fetchedOnce{}
 	finish := func(s *Service, jobs []*ojs.Job) {
+		seen.note(t, jobs)
 		for _, j := range jobs {
-			a := argOf(t, j)
-			if seen[a] {
-				t.Fatalf("job %d fetched twice", a)
-			}
-			seen[a], ids[a] = true, j.ID
 			if _, err := s.Ack(ctx, ojs.AckRequest{JobID: j.ID}); err != nil {
-				t.Fatalf("ack %d: %v", a, err)
+				t.Fatalf("ack %s: %v", j.ID, err)
 			}
 		}
 	}
@@ -262,7 +269,7 @@ func TestPullAheadCrashLosesNoJob(t *testing.T) {
 		t.Fatalf("%d of %d jobs finished after a crash holding %d ahead", len(seen), n, held)
 	}
 	// "No job runs without a record in the end": every one is completed.
-	for a, id := range ids {
+	for a, id := range seen {
 		j, _, err := b.store.Get(ctx, id)
 		if err != nil || j.State != ojs.StateCompleted {
 			t.Fatalf("job %d (%s): %v, %v; want completed", a, id, j, err)

@@ -53,6 +53,11 @@ type Config struct {
 	FetchWait time.Duration
 	// RecordCache bounds the records remembered for skipping reads.
 	RecordCache int
+	// aheadFor is how long a message pulled ahead waits for a fetch
+	// (prefetch.go; default defaultAheadFor). Internal tests set it, so
+	// that what they check of the messages held does not race the sweep
+	// on a slow machine.
+	aheadFor time.Duration
 	// Retention keeps completed and cancelled job records this long after
 	// they finish (default 24 h); DeadRetention keeps discarded ones, the
 	// dead letter queue (default 7 days). JetStream removes them then.
@@ -93,6 +98,7 @@ func (c Config) withDefaults() Config {
 	c.MaxFetch = cmp.Or(c.MaxFetch, 1000)
 	c.FetchWait = cmp.Or(c.FetchWait, DefaultFetchWait)
 	c.RecordCache = cmp.Or(c.RecordCache, 100_000)
+	c.aheadFor = cmp.Or(c.aheadFor, defaultAheadFor)
 	c.Retention = cmp.Or(c.Retention, 24*time.Hour)
 	c.DeadRetention = cmp.Or(c.DeadRetention, 7*24*time.Hour)
 	c.MaxBlockTimeout = cmp.Or(c.MaxBlockTimeout, 30*time.Second)
