@@ -19,6 +19,8 @@ import (
 // Every benchmark and test stops its jetgate, clients and goroutines
 // (STYLE 14).
 func TestMain(m *testing.M) {
+	// A drain's worker process (workerproc.go) is this test binary.
+	RunWorkerProcess()
 	// Benchmarks measure jetgate with the collector tuning jetgate serve
 	// applies (GOGC and GOMEMLIMIT still win).
 	app.TuneRuntime(app.Runtime{}, os.LookupEnv, app.MemoryCeiling)
@@ -32,6 +34,7 @@ var (
 	flagProducers = flag.Int("bench.producers", envInt("BENCH_PRODUCERS", 8), "producer goroutines per path (env BENCH_PRODUCERS)")
 	flagWorkers   = flag.Int("bench.workers", envInt("BENCH_WORKERS", 32), "worker goroutines per path (env BENCH_WORKERS)")
 	flagJobs      = flag.Int("bench.jobs", envInt("BENCH_JOBS", 20_000), "jobs per path in BenchmarkRatio (env BENCH_JOBS)")
+	flagInProcess = flag.Bool("bench.in-process-workers", false, "run BenchmarkDrainHTTP's worker in the test process, for one CPU profile of both")
 	flagTimeout   = flag.Duration("bench.timeout", envDuration("BENCH_TIMEOUT", 5*time.Minute), "give up on one path run after this long (env BENCH_TIMEOUT)")
 )
 

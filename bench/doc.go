@@ -62,7 +62,8 @@
 // answer), a goroutine per job whose no-op handler acks it with a request
 // of its own; 32 and 100 handlers. The raw baseline stores the messages in
 // atomic batches of 100 and drains them with the same worker over
-// FetchNoWait(free slots) and DoubleAck.
+// FetchNoWait(free slots) and DoubleAck. Both workers run in processes of
+// their own (workerproc.go), as deployed workers do.
 //
 // # Scenarios
 //

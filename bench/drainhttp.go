@@ -129,12 +129,13 @@ var insertPerSec = Metric{Name: "insert jobs/s"}
 // one after the other, as a loop over the SDK's EnqueueBatch does), then
 // drained by an SDK-style worker of handlers handlers (POST
 // /ojs/v1/workers/fetch with count = free slots and a worker_id, one POST
-// /ojs/v1/workers/ack per job). Its HTTP client keeps a keep-alive
-// connection per handler. jobs/s is the drain's rate, insert jobs/s the
-// inserts'. queue is left empty.
-func (e *Env) HTTPBatchDrain(ctx context.Context, queue string, n, batch, handlers, size int) (Sample, error) {
+// /ojs/v1/workers/ack per job), in a process of its own unless inProcess
+// (workerproc.go). The worker's HTTP client keeps a keep-alive connection
+// per handler. jobs/s is the drain's rate, insert jobs/s the inserts'.
+// queue is left empty.
+func (e *Env) HTTPBatchDrain(ctx context.Context, queue string, n, batch, handlers, size int, inProcess bool) (Sample, error) {
 	base := e.httpURL + "/ojs/v1"
-	tr := &http.Transport{MaxIdleConns: handlers + 2, MaxIdleConnsPerHost: handlers + 2, IdleConnTimeout: time.Minute}
+	tr := &http.Transport{MaxIdleConns: 2, MaxIdleConnsPerHost: 2, IdleConnTimeout: time.Minute}
 	defer tr.CloseIdleConnections()
 	hc := &http.Client{Transport: tr, Timeout: 30 * time.Second}
 	ins, err := enqueueRun(ctx, Shape{Jobs: n, Producers: 1}, batch, func(ctx context.Context, first, k int) error {
@@ -161,10 +162,22 @@ func (e *Env) HTTPBatchDrain(ctx context.Context, queue string, n, batch, handle
 	if err != nil {
 		return Sample{}, err
 	}
-	worker := fmt.Sprintf("bench-sdk-%d", nextRun())
-	s, err := sdkDrain(ctx, n, handlers, sdkPoll, func(ctx context.Context, count int) ([]drainJob, error) {
+	s, err := drainWith(ctx, workerSpec{Kind: workerSDKHTTP, URL: e.httpURL, Queue: queue,
+		WorkerID: fmt.Sprintf("bench-sdk-%d", nextRun()), Jobs: n, Handlers: handlers}, inProcess, nil)
+	if err != nil {
+		return Sample{}, err
+	}
+	s.Metrics[insertPerSec.Name] = ins.Metrics["jobs/s"]
+	return s, nil
+}
+
+// sdkHTTPDrain is HTTPBatchDrain's worker: spec.Jobs jobs of spec.Queue
+// drained over HTTP with hc by an SDK-style worker (sdkDrain).
+func sdkHTTPDrain(ctx context.Context, hc *http.Client, spec workerSpec) (Sample, error) {
+	base := spec.URL + "/ojs/v1"
+	return sdkDrain(ctx, spec.Jobs, spec.Handlers, sdkPoll, func(ctx context.Context, count int) ([]drainJob, error) {
 		var got fetchResponse
-		req := fmt.Appendf(nil, `{"queues":[%q],"count":%d,"worker_id":%q}`, queue, count, worker)
+		req := fmt.Appendf(nil, `{"queues":[%q],"count":%d,"worker_id":%q}`, spec.Queue, count, spec.WorkerID)
 		if err := post(ctx, hc, base+"/workers/fetch", req, http.StatusOK, &got); err != nil {
 			return nil, fmt.Errorf("fetch: %w", err)
 		}
@@ -188,20 +201,13 @@ func (e *Env) HTTPBatchDrain(ctx context.Context, queue string, n, batch, handle
 		}
 		return jobs, nil
 	})
-	if err != nil {
-		return Sample{}, err
-	}
-	s.Metrics[insertPerSec.Name] = ins.Metrics["jobs/s"]
-	return s, nil
 }
 
 // RawBatchDrain is HTTPBatchDrain's baseline on raw JetStream: n messages
 // stored by one producer in atomic batches of batch (the all-or-nothing
 // guarantee of a batch enqueue), then drained by the same SDK-style
-// worker: FetchNoWait(free slots) on a durable pull consumer of a
-// WorkQueue stream, each message acked by its handler with an ack the
-// server confirms (DoubleAck), as an ack request waits for its answer.
-func (e *Env) RawBatchDrain(ctx context.Context, n, batch, handlers, size int) (Sample, error) {
+// worker (sdkRawDrain), in a process of its own unless inProcess.
+func (e *Env) RawBatchDrain(ctx context.Context, n, batch, handlers, size int, inProcess bool) (Sample, error) {
 	subj, cons, err := e.rawRun(ctx, "raw_drain")
 	if err != nil {
 		return Sample{}, err
@@ -213,7 +219,21 @@ func (e *Env) RawBatchDrain(ctx context.Context, n, batch, handlers, size int) (
 	if err != nil {
 		return Sample{}, err
 	}
-	s, err := sdkDrain(ctx, n, handlers, sdkPoll, func(ctx context.Context, count int) ([]drainJob, error) {
+	s, err := drainWith(ctx, workerSpec{Kind: workerSDKRaw, URL: e.nc.ConnectedUrl(), Stream: rawStream,
+		Consumer: cons.CachedInfo().Name, Jobs: n, Handlers: handlers}, inProcess, e.nc)
+	if err != nil {
+		return Sample{}, err
+	}
+	s.Metrics[insertPerSec.Name] = ins.Metrics["jobs/s"]
+	return s, nil
+}
+
+// sdkRawDrain drains n messages of cons with the SDK-style worker:
+// FetchNoWait(free slots) on a durable pull consumer of a WorkQueue
+// stream, each message acked by its handler with an ack the server
+// confirms (DoubleAck), as an ack request waits for its answer.
+func sdkRawDrain(ctx context.Context, cons jetstream.Consumer, n, handlers int) (Sample, error) {
+	return sdkDrain(ctx, n, handlers, sdkPoll, func(ctx context.Context, count int) ([]drainJob, error) {
 		b, err := cons.FetchNoWait(count)
 		if err != nil {
 			return nil, fmt.Errorf("fetch: %w", err)
@@ -236,11 +256,6 @@ func (e *Env) RawBatchDrain(ctx context.Context, n, batch, handlers, size int) (
 		}
 		return jobs, nil
 	})
-	if err != nil {
-		return Sample{}, err
-	}
-	s.Metrics[insertPerSec.Name] = ins.Metrics["jobs/s"]
-	return s, nil
 }
 
 // takeFree takes up to max more tokens that wait in free without blocking

@@ -21,9 +21,11 @@ import (
 // idle) and acknowledges in batches (ojs.v1.workers.ackbatch, as many
 // acks per request as are waiting). jobs/s runs from the worker's start
 // to the n-th ack the server confirmed; insert jobs/s is the inserts'.
-// The client has its own NATS connection. queue is left empty.
-func (e *Env) NATSWorkerDrain(ctx context.Context, queue string, n, batch, handlers, size int) (Sample, error) {
-	nc, err := nats.Connect(e.nc.ConnectedUrl(), nats.Name("jetgate bench Go worker"))
+// The worker runs in a process of its own unless inProcess
+// (workerproc.go); producer and worker each have their own NATS
+// connection. queue is left empty.
+func (e *Env) NATSWorkerDrain(ctx context.Context, queue string, n, batch, handlers, size int, inProcess bool) (Sample, error) {
+	nc, err := nats.Connect(e.nc.ConnectedUrl(), nats.Name("jetgate bench Go producer"))
 	if err != nil {
 		return Sample{}, fmt.Errorf("connect Go client: %w", err)
 	}
@@ -50,7 +52,8 @@ func (e *Env) NATSWorkerDrain(ctx context.Context, queue string, n, batch, handl
 	if err != nil {
 		return Sample{}, err
 	}
-	s, err := workerDrain(ctx, c, queue, n, handlers)
+	s, err := drainWith(ctx, workerSpec{Kind: workerGoNATS, URL: e.nc.ConnectedUrl(), Queue: queue,
+		WorkerID: fmt.Sprintf("bench-go-%d", nextRun()), Jobs: n, Handlers: handlers}, inProcess, nil)
 	if err != nil {
 		return Sample{}, err
 	}
@@ -60,7 +63,7 @@ func (e *Env) NATSWorkerDrain(ctx context.Context, queue string, n, batch, handl
 
 // workerDrain drains n jobs of queue with a client.Worker of handlers
 // handlers and checks each was acked exactly once.
-func workerDrain(ctx context.Context, c *client.Client, queue string, n, handlers int) (Sample, error) {
+func workerDrain(ctx context.Context, c *client.Client, queue, workerID string, n, handlers int) (Sample, error) {
 	led := newLedger(false)
 	done := make(chan struct{})
 	var once sync.Once
@@ -71,7 +74,7 @@ func workerDrain(ctx context.Context, c *client.Client, queue string, n, handler
 	}
 	var end atomic.Int64
 	w, err := c.NewWorker(client.WorkerConfig{
-		Queues: []string{queue}, Concurrency: handlers, WorkerID: fmt.Sprintf("bench-go-%d", nextRun()),
+		Queues: []string{queue}, Concurrency: handlers, WorkerID: workerID,
 		FetchWait: time.Second, DrainTimeout: 10 * time.Second,
 		OnReported: func(j *client.Job, acked bool, err error) {
 			if err == nil && !acked {

@@ -11,18 +11,21 @@ import (
 // TestDrainNATS runs drain-nats's jetgate side on a few jobs, with a last
 // batch shorter than the others: every job is inserted over NATS, run by
 // client.Worker and acked once through ackbatch (the drain verifies it),
-// and the queue is empty afterwards.
+// with the worker in a process of its own and then in the test's, and the
+// queue is empty afterwards.
 func TestDrainNATS(t *testing.T) {
 	const n, handlers = 250, 8
 	e := startEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s, err := e.NATSWorkerDrain(ctx, "bench-drain-nats-test", n, enqueueBatch, handlers, 128)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s.Ops != n || s.Metrics["jobs/s"] <= 0 || s.Metrics[insertPerSec.Name] <= 0 {
-		t.Errorf("%d jobs, metrics %v", s.Ops, s.Metrics)
+	for _, inProcess := range []bool{false, true} {
+		s, err := e.NATSWorkerDrain(ctx, "bench-drain-nats-test", n, enqueueBatch, handlers, 128, inProcess)
+		if err != nil {
+			t.Fatalf("worker in process %v: %v", inProcess, err)
+		}
+		if s.Ops != n || s.Metrics["jobs/s"] <= 0 || s.Metrics[insertPerSec.Name] <= 0 {
+			t.Errorf("worker in process %v: %d jobs, metrics %v", inProcess, s.Ops, s.Metrics)
+		}
 	}
 	c, err := client.New(client.Config{Conn: e.nc})
 	if err != nil {

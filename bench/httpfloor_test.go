@@ -96,7 +96,7 @@ func BenchmarkDrainHTTP(b *testing.B) {
 	defer cancel()
 	b.ReportAllocs()
 	b.ResetTimer()
-	s, err := e.HTTPBatchDrain(ctx, fmt.Sprintf("bench-drain-%d", nextRun()), b.N, enqueueBatch, 100, 200)
+	s, err := e.HTTPBatchDrain(ctx, fmt.Sprintf("bench-drain-%d", nextRun()), b.N, enqueueBatch, 100, 200, *flagInProcess)
 	b.StopTimer()
 	if err != nil {
 		b.Fatal(err)

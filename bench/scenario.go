@@ -34,6 +34,9 @@ type Params struct {
 	// cost scenario can read; jetgateCPU: so does the jetgate at --url
 	// (set by Run).
 	serverCPU, jetgateCPU bool
+	// InProcessWorkers runs the drain scenarios' workers in the bench
+	// process, not in processes of their own (workerproc.go).
+	InProcessWorkers bool `json:"in_process_workers,omitempty"`
 	// NoWarmup skips the warm-up round (tests).
 	NoWarmup bool `json:"no_warmup,omitempty"`
 }

@@ -35,7 +35,7 @@ type benchConfig struct {
 
 var benchFlagOrder = [][2]string{
 	{"duration", "DURATION"}, {"rounds", "N"}, {"workers", "N"}, {"payload-bytes", "SIZE"},
-	{"cost-jobs", "N"}, {"drain-jobs", "N"},
+	{"cost-jobs", "N"}, {"drain-jobs", "N"}, {"in-process-workers", ""},
 	{"out", "DIR"}, {"json", ""}, {"data-dir", "DIR"}, {"nats-url", "URL"}, {"nats-monitor", "URL"}, {"nats-pid", "PID"}, {"url", "URL"}, {"jetgate-pid", "PID"},
 	{"cpuprofile", "FILE"},
 }
@@ -51,6 +51,7 @@ func newBenchFlags(c *benchConfig) *flag.FlagSet {
 	fs.Var(&c.payload, "payload-bytes", "Size of each job's payload (and of each raw message), in bytes or with a unit: 200, 4KiB.")
 	fs.IntVar(&c.params.CostJobs, "cost-jobs", 5000, "Jobs of each run of the cost scenario.")
 	fs.IntVar(&c.params.DrainJobs, "drain-jobs", 20000, "Jobs of each run of the drain-http and drain-nats scenarios (enqueued in batches of 100, then drained).")
+	fs.BoolVar(&c.params.InProcessWorkers, "in-process-workers", false, "Run the drain scenarios' workers in the bench process. By default each runs in a process of its own, as the workers users deploy do, so it does not wait for its turn in jetgate's Go scheduler.")
 	fs.StringVar(&c.out, "out", "bench-results", "Directory under which each run writes <timestamp>/report.md, results.json and SVG plots.")
 	fs.BoolVar(&c.jsonOut, "json", false, "Print results.json to stdout instead of the table (progress then goes to stderr).")
 	fs.StringVar(&c.dataDir, "data-dir", "", "Where the embedded NATS server stores JetStream data (default: a temporary directory, removed afterwards).")

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jetgate/jetgate/bench"
 	"github.com/jetgate/jetgate/cmd/jetgate/app"
 )
 
@@ -382,4 +383,12 @@ func TestParseServeRuntimeFlags(t *testing.T) {
 			t.Errorf("%v: no error", args)
 		}
 	}
+}
+
+// TestMain lets this test binary be a drain's worker process: the bench
+// tests run drain-http, whose workers are processes of the running
+// executable (bench/workerproc.go).
+func TestMain(m *testing.M) {
+	bench.RunWorkerProcess()
+	os.Exit(m.Run())
 }
