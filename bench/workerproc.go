@@ -24,7 +24,7 @@ import (
 // service with the client): the drain is bound by how long a fetch and an
 // ack take under load, and a worker in jetgate's process would wait for
 // its turn in jetgate's Go scheduler, which no deployment does. The bench
-// starts its own executable with $JETGATE_BENCH_WORKER set to the
+// starts its own executable with $JETGATE_INTERNAL_BENCH_WORKER set to the
 // workerSpec; the executable's main (jetgate) or TestMain (the tests of
 // the packages that run drains) calls RunWorkerProcess first, which runs
 // the drain, writes its Sample to stdout as JSON and exits. The inserts
@@ -32,8 +32,10 @@ import (
 // both sides are measured alike. Params.InProcessWorkers (jetgate bench
 // --in-process-workers) runs the workers in the bench process instead.
 
-// workerEnv is the variable that carries a worker process's spec.
-const workerEnv = "JETGATE_BENCH_WORKER"
+// workerEnv is the variable that carries a worker process's spec. It is
+// not JETGATE_BENCH_*: those are the bench's flags (JETGATE_BENCH_WORKERS
+// is --workers).
+const workerEnv = "JETGATE_INTERNAL_BENCH_WORKER"
 
 // Kinds of drain worker.
 const (
@@ -158,7 +160,7 @@ func (spec workerSpec) runApart(ctx context.Context) (Sample, error) {
 }
 
 // RunWorkerProcess runs the drain worker this process was started as,
-// when $JETGATE_BENCH_WORKER is set, and exits: 0 after writing the
+// when $JETGATE_INTERNAL_BENCH_WORKER is set, and exits: 0 after writing the
 // drain's Sample to stdout, 1 after writing the error to stderr. Without
 // the variable it returns at once. jetgate's main and the TestMain of
 // packages whose tests run drain scenarios call it before anything else.
