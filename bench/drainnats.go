@@ -25,15 +25,11 @@ import (
 // (workerproc.go); producer and worker each have their own NATS
 // connection. queue is left empty.
 func (e *Env) NATSWorkerDrain(ctx context.Context, queue string, n, batch, handlers, size int, inProcess bool) (Sample, error) {
-	nc, err := nats.Connect(e.nc.ConnectedUrl(), nats.Name("jetgate bench Go producer"))
-	if err != nil {
-		return Sample{}, fmt.Errorf("connect Go client: %w", err)
-	}
-	defer nc.Close()
-	c, err := client.New(client.Config{Conn: nc, Timeout: 30 * time.Second})
+	c, closeConn, err := goClient(e.nc.ConnectedUrl(), "jetgate bench Go producer")
 	if err != nil {
 		return Sample{}, err
 	}
+	defer closeConn()
 	pad := strings.Repeat("x", max(size-48, 1))
 	ins, err := enqueueRun(ctx, Shape{Jobs: n, Producers: 1}, batch, func(ctx context.Context, first, k int) error {
 		reqs := make([]client.Request, k)
@@ -59,6 +55,21 @@ func (e *Env) NATSWorkerDrain(ctx context.Context, queue string, n, batch, handl
 	}
 	s.Metrics[insertPerSec.Name] = ins.Metrics["jobs/s"]
 	return s, nil
+}
+
+// goClient is a Go client on a NATS connection of its own to url, named
+// name; closeConn closes the connection.
+func goClient(url, name string) (c *client.Client, closeConn func(), err error) {
+	nc, err := nats.Connect(url, nats.Name(name))
+	if err != nil {
+		return nil, nil, fmt.Errorf("connect Go client: %w", err)
+	}
+	c, err = client.New(client.Config{Conn: nc, Timeout: 30 * time.Second})
+	if err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	return c, nc.Close, nil
 }
 
 // workerDrain drains n jobs of queue with a client.Worker of handlers

@@ -15,8 +15,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/jetgate/jetgate/client"
 )
 
 // The worker of a drain scenario runs in a process of its own, as the
@@ -96,15 +94,11 @@ func (spec workerSpec) run(ctx context.Context, nc *nats.Conn) (Sample, error) {
 		return sdkRawDrain(ctx, cons, spec.Jobs, spec.Handlers)
 	case workerGoNATS:
 		// The Go client always has a connection of its own.
-		c, err := nats.Connect(spec.URL, nats.Name("jetgate bench Go worker"))
-		if err != nil {
-			return Sample{}, fmt.Errorf("connect Go client: %w", err)
-		}
-		defer c.Close()
-		cl, err := client.New(client.Config{Conn: c, Timeout: 30 * time.Second})
+		cl, closeConn, err := goClient(spec.URL, "jetgate bench Go worker")
 		if err != nil {
 			return Sample{}, err
 		}
+		defer closeConn()
 		return workerDrain(ctx, cl, spec.Queue, spec.WorkerID, spec.Jobs, spec.Handlers)
 	}
 	return Sample{}, fmt.Errorf("unknown drain worker %q", spec.Kind)
