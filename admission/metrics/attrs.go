@@ -46,6 +46,23 @@ func newQueueAttrs(queue string) []metric.RecordOption {
 	return []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(attribute.String(LabelQueue, queue)))}
 }
 
+type outcomeKey struct{ queue, jobType, outcome string }
+
+func newOutcomeAttrs(k outcomeKey) []metric.RecordOption {
+	return []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(
+		attribute.String(LabelQueue, k.queue), attribute.String(LabelType, k.jobType), attribute.String(LabelOutcome, k.outcome)))}
+}
+
+type priorityKey struct {
+	queue    string
+	priority int
+}
+
+func newPriorityAttrs(k priorityKey) []metric.RecordOption {
+	return []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(
+		attribute.String(LabelQueue, k.queue), attribute.Int(LabelPriority, k.priority)))}
+}
+
 // cache is a copy-on-write map: reads are one atomic load and a map lookup
 // (no lock, no allocation); a miss copies the map under a mutex.
 type cache[K comparable, V any] struct {

@@ -85,8 +85,10 @@ type Metrics struct {
 	toReg metric.Registration
 	ageFn atomic.Pointer[HeartbeatAgeFunc]
 
-	jobs   cache[jobKey, *jobAttrs]
-	queues cache[string, []metric.RecordOption]
+	jobs     cache[jobKey, *jobAttrs]
+	queues   cache[string, []metric.RecordOption]
+	outcomes cache[outcomeKey, []metric.RecordOption]  // ojs.job.execution_time
+	levels   cache[priorityKey, []metric.RecordOption] // ojs.job.wait_by_priority
 
 	shutdownOnce sync.Once
 	shutdownErr  error
@@ -116,6 +118,7 @@ func New(cfg Config) (*Metrics, error) {
 		handler:  promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
 	}
 	m.jobs.build, m.queues.build = newJobAttrs, newQueueAttrs
+	m.outcomes.build, m.levels.build = newOutcomeAttrs, newPriorityAttrs
 	if err := errors.Join(m.inst.create(m.meter), m.bp.create(m.meter)); err != nil {
 		return nil, errors.Join(err, mp.Shutdown(context.Background()))
 	}

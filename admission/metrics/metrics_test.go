@@ -248,6 +248,9 @@ func BenchmarkRecord(b *testing.B) {
 	}{
 		{"JobEnqueued", func() { m.JobEnqueued(ctx, "email", "email.send") }},
 		{"JobCompleted", func() { m.JobCompleted(ctx, "email", "email.send", time.Millisecond) }},
+		{"JobExecuted", func() { m.JobExecuted(ctx, "email", "email.send", "completed", time.Millisecond) }},
+		{"JobWaitedByPriority", func() { m.JobWaitedByPriority(ctx, "email", 7, time.Millisecond) }},
+		{"JobEnqueueWait", func() { m.JobEnqueueWait(ctx, "email", time.Millisecond) }},
 		{"nil", func() { (*Metrics)(nil).JobEnqueued(ctx, "email", "email.send") }},
 	}
 	for _, tt := range tests {

@@ -49,8 +49,7 @@ func (m *Metrics) JobWaitedByPriority(ctx context.Context, queue string, priorit
 	if m == nil {
 		return
 	}
-	m.prio.wait.Record(ctx, max(wait, 0).Seconds(), metric.WithAttributeSet(attribute.NewSet(
-		attribute.String(LabelQueue, queue), attribute.Int(LabelPriority, priority))))
+	m.prio.wait.Record(ctx, max(wait, 0).Seconds(), m.levels.get(priorityKey{queue, priority})...)
 }
 
 // SetPriorityDepthFunc makes ojs.queue.available_by_priority report f's

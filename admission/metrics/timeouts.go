@@ -87,8 +87,7 @@ func (m *Metrics) JobExecuted(ctx context.Context, queue, jobType, outcome strin
 	if m == nil {
 		return
 	}
-	m.to.execution.Record(ctx, max(d, 0).Seconds(), metric.WithAttributeSet(attribute.NewSet(
-		attribute.String(LabelQueue, queue), attribute.String(LabelType, jobType), attribute.String(LabelOutcome, outcome))))
+	m.to.execution.Record(ctx, max(d, 0).Seconds(), m.outcomes.get(outcomeKey{queue, jobType, outcome})...)
 }
 
 // JobEnqueueWait records a first start's time since creation.
@@ -96,8 +95,7 @@ func (m *Metrics) JobEnqueueWait(ctx context.Context, queue string, wait time.Du
 	if m == nil {
 		return
 	}
-	m.to.enqueueWait.Record(ctx, max(wait, 0).Seconds(), metric.WithAttributeSet(attribute.NewSet(
-		attribute.String(LabelQueue, queue))))
+	m.to.enqueueWait.Record(ctx, max(wait, 0).Seconds(), m.queues.get(queue)...)
 }
 
 // ProgressUpdated counts a stored progress update and records the size of
