@@ -214,9 +214,13 @@ func (l *load) submit(round int, k *kind) {
 	l.seq++
 	seq := l.seq
 	l.mu.Unlock()
-	j := &jobRec{id: id, kind: k.name, queue: k.queue, round: round, submitted: time.Now(), enqueue: enqMaybe}
-	l.rec.addJob(j)
 	body := k.body(id, seq)
+	prio, ok := body["priority"].(int)
+	if !ok {
+		prio = -1
+	}
+	j := &jobRec{id: id, kind: k.name, queue: k.queue, priority: prio, round: round, submitted: time.Now(), enqueue: enqMaybe}
+	l.rec.addJob(j)
 	hadUnclear := false
 	for try := range 6 {
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)

@@ -195,12 +195,21 @@ func (r *run) checkedKey(k string) bool {
 type totals struct {
 	accepted, completed, discarded, cancelled, open, never, attempts, abandoned int
 	oldestOpen                                                                  time.Duration
-	late                                                                        int           // open, or ended, longer than s.drain after submission
-	longest                                                                     time.Duration // of the ended jobs: submission to the read that found them ended
+	late                                                                        int            // open, or ended, longer than s.drain after submission
+	lateBy                                                                      map[string]int // late jobs by kind (and priority, when sent with one)
+	longest                                                                     time.Duration  // of the ended jobs: submission to the read that found them ended
 }
 
 func (r *run) stats() totals {
-	var st totals
+	st := totals{lateBy: map[string]int{}}
+	lateOne := func(j *jobRec) {
+		st.late++
+		label := j.kind
+		if j.priority >= 0 {
+			label = fmt.Sprintf("%s priority %d", j.kind, j.priority)
+		}
+		st.lateBy[label]++
+	}
 	r.rec.update(func() {
 		for _, j := range r.rec.jobs {
 			st.attempts += len(j.holds)
@@ -229,14 +238,14 @@ func (r *run) stats() totals {
 				st.open++
 				st.oldestOpen = max(st.oldestOpen, time.Since(j.submitted))
 				if time.Since(j.submitted) > r.s.drain {
-					st.late++
+					lateOne(j)
 				}
 				continue
 			}
 			took := j.finalAt.Sub(j.submitted)
 			st.longest = max(st.longest, took)
 			if took > r.s.drain {
-				st.late++
+				lateOne(j)
 			}
 		}
 	})
@@ -268,8 +277,8 @@ func (r *run) finish(ctx context.Context) {
 		unclear, r.kills.jetgate, r.kills.nats, r.kills.workers, r.rec.depthSamples, r.rec.maxDepthSeen,
 		boundedDepth, r.missingEvents, len(r.violations))
 	t.Logf("chaos: limits reached: %s", r.peaks())
-	t.Logf("chaos: jobs that took longer than %s to end (or never did): %d; longest to end %s (read once per round, so within a round)",
-		r.s.drain, st.late, st.longest.Round(time.Second))
+	t.Logf("chaos: jobs that took longer than %s to end (or never did): %d %v; longest to end %s (read once per round, so within a round)",
+		r.s.drain, st.late, st.lateBy, st.longest.Round(time.Second))
 	r.compareStats(ctx)
 	for _, key := range []string{"chaos-conc", "chaos-window", "chaos-throttle"} {
 		rep := r.api.do(ctx, http.MethodGet, "/ojs/v1/rate-limits/"+key, nil)

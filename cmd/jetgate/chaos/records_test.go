@@ -82,6 +82,7 @@ type ack struct {
 // jobRec is everything the suite knows of one job.
 type jobRec struct {
 	id, kind, queue string
+	priority        int // -1: the job was sent without one
 	round           int
 	submitted       time.Time // first enqueue attempt sent
 	acceptedAt      time.Time // a 201/409 arrived (zero: not known when it was stored)
