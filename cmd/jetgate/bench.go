@@ -60,7 +60,7 @@ func newBenchFlags(c *benchConfig) *flag.FlagSet {
 	fs.IntVar(&c.natsPID, "nats-pid", 0, "Process id of the --nats-url server when it runs on this machine (Linux): the cost scenario reads its CPU from /proc exactly instead of estimating it from /varz once a second.")
 	fs.StringVar(&c.url, "url", "", "Send the HTTP cases to this running jetgate (e.g. http://127.0.0.1:8080) instead of the in-process one.")
 	fs.IntVar(&c.jgPID, "jetgate-pid", 0, "Process id of the --url jetgate when it runs on this machine (Linux): the cost scenario reads its CPU from /proc, apart from the bench clients' and the nats-server's.")
-	fs.StringVar(&c.cpuProf, "cpuprofile", "", "Write a CPU profile of the whole run to FILE (go tool pprof): the in-process jetgate, the embedded NATS server and the bench's own clients, told apart by their functions.")
+	fs.StringVar(&c.cpuProf, "cpuprofile", "", "Write a CPU profile of the whole run to FILE (go tool pprof): the in-process jetgate, the embedded NATS server and the bench's own clients, told apart by their functions. The drain scenarios' workers run in processes of their own and are not in it unless --in-process-workers.")
 	return fs
 }
 
