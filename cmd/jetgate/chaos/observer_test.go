@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -197,6 +198,7 @@ type totals struct {
 	oldestOpen                                                                  time.Duration
 	late                                                                        int            // open, or ended, longer than s.drain after submission
 	lateBy                                                                      map[string]int // late jobs by kind (and priority, when sent with one)
+	lateTimes                                                                   []string       // the first late jobs' timelines
 	longest                                                                     time.Duration  // of the ended jobs: submission to the read that found them ended
 }
 
@@ -209,6 +211,9 @@ func (r *run) stats() totals {
 			label = fmt.Sprintf("%s priority %d", j.kind, j.priority)
 		}
 		st.lateBy[label]++
+		if len(st.lateTimes) < 8 {
+			st.lateTimes = append(st.lateTimes, timeline(j, r.begin))
+		}
 	}
 	r.rec.update(func() {
 		for _, j := range r.rec.jobs {
@@ -279,6 +284,9 @@ func (r *run) finish(ctx context.Context) {
 	t.Logf("chaos: limits reached: %s", r.peaks())
 	t.Logf("chaos: jobs that took longer than %s to end (or never did): %d %v; longest to end %s (read once per round, so within a round)",
 		r.s.drain, st.late, st.lateBy, st.longest.Round(time.Second))
+	for _, tl := range st.lateTimes {
+		t.Logf("chaos: late job %s", tl)
+	}
 	r.compareStats(ctx)
 	for _, key := range []string{"chaos-conc", "chaos-window", "chaos-throttle"} {
 		rep := r.api.do(ctx, http.MethodGet, "/ojs/v1/rate-limits/"+key, nil)
@@ -413,4 +421,20 @@ func (r *run) queueStats(ctx context.Context, q string) (map[string]int, bool) {
 		}
 	}
 	return out, true
+}
+
+// timeline is a job's life in seconds from the run's start: submitted,
+// accepted, each attempt (fetch answered, how it ended) and its end.
+func timeline(j *jobRec, begin time.Time) string {
+	at := func(t time.Time) string {
+		if t.IsZero() {
+			return "-"
+		}
+		return fmt.Sprintf("%.1fs", t.Sub(begin).Seconds())
+	}
+	out := fmt.Sprintf("%s (%s, round %d): submitted %s, accepted %s", j.id, j.kind, j.round, at(j.submitted), at(j.acceptedAt))
+	for _, h := range j.holds {
+		out += fmt.Sprintf("; attempt %d fetched %s, %s at %s", h.attempt, at(h.fetchRecv), h.outcome, at(h.endSent))
+	}
+	return out + fmt.Sprintf("; %s read at %s", cmp.Or(j.final, "open"), at(j.finalAt))
 }
