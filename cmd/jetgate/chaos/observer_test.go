@@ -198,7 +198,7 @@ type totals struct {
 	oldestOpen                                                                  time.Duration
 	late                                                                        int            // open, or ended, longer than s.drain after submission
 	lateBy                                                                      map[string]int // late jobs by kind (and priority, when sent with one)
-	lateTimes                                                                   []string       // the first late jobs' timelines
+	lateTimes                                                                   []string       // the timelines of the first 8 late jobs, oldest first
 	longest                                                                     time.Duration  // of the ended jobs: submission to the read that found them ended
 }
 
@@ -216,7 +216,10 @@ func (r *run) stats() totals {
 		}
 	}
 	r.rec.update(func() {
-		for _, j := range r.rec.jobs {
+		// In submission order, so the timelines kept are the oldest late
+		// jobs'.
+		for _, id := range r.rec.order {
+			j := r.rec.jobs[id]
 			st.attempts += len(j.holds)
 			for _, h := range j.holds {
 				if h.outcome == endAbandoned {
