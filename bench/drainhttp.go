@@ -135,9 +135,8 @@ var insertPerSec = Metric{Name: "insert jobs/s"}
 // queue is left empty.
 func (e *Env) HTTPBatchDrain(ctx context.Context, queue string, n, batch, handlers, size int, inProcess bool) (Sample, error) {
 	base := e.httpURL + "/ojs/v1"
-	tr := &http.Transport{MaxIdleConns: 2, MaxIdleConnsPerHost: 2, IdleConnTimeout: time.Minute}
-	defer tr.CloseIdleConnections()
-	hc := &http.Client{Transport: tr, Timeout: 30 * time.Second}
+	hc := keepAliveClient(2)
+	defer hc.CloseIdleConnections()
 	ins, err := enqueueRun(ctx, Shape{Jobs: n, Producers: 1}, batch, func(ctx context.Context, first, k int) error {
 		var body bytes.Buffer
 		body.WriteString(`{"jobs":[`)

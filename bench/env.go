@@ -117,9 +117,16 @@ func (e *Env) connect(ctx context.Context, url string, conns int) error {
 	if err != nil {
 		return fmt.Errorf("create %s: %w", rawStream, err)
 	}
-	tr := &http.Transport{MaxIdleConns: conns, MaxIdleConnsPerHost: conns, IdleConnTimeout: time.Minute}
-	e.http = &http.Client{Transport: tr, Timeout: 30 * time.Second}
+	e.http = keepAliveClient(conns)
 	return nil
+}
+
+// keepAliveClient is the bench's HTTP client: up to conns keep-alive
+// connections to one host, a 30 s bound per request. Its owner closes the
+// idle connections when done (CloseIdleConnections).
+func keepAliveClient(conns int) *http.Client {
+	tr := &http.Transport{MaxIdleConns: conns, MaxIdleConnsPerHost: conns, IdleConnTimeout: time.Minute}
+	return &http.Client{Transport: tr, Timeout: 30 * time.Second}
 }
 
 // Server is the in-process jetgate.

@@ -49,9 +49,8 @@ func BenchmarkHTTPFloor(b *testing.B) {
 	body := []byte(`{"job_id":"019ab5c2-7f3e-7c4d-9a1b-2c3d4e5f6a7b"}`)
 	for _, handlers := range []int{32, 100} {
 		b.Run(fmt.Sprintf("%d_handlers", handlers), func(b *testing.B) {
-			tr := &http.Transport{MaxIdleConns: handlers + 2, MaxIdleConnsPerHost: handlers + 2, IdleConnTimeout: time.Minute}
-			defer tr.CloseIdleConnections()
-			hc := &http.Client{Transport: tr, Timeout: 30 * time.Second}
+			hc := keepAliveClient(handlers + 2)
+			defer hc.CloseIdleConnections()
 			ctx := context.Background()
 			var left atomic.Int64
 			left.Store(int64(b.N))

@@ -119,9 +119,8 @@ type LatencySummary struct {
 func (e *Env) Load(ctx context.Context, cfg LoadConfig) (*LoadReport, error) {
 	cfg = cfg.withDefaults()
 	lr := &loadRun{cfg: cfg, base: e.httpURL + "/ojs/v1", lat: map[string]*latencies{}}
-	tr := &http.Transport{MaxIdleConns: cfg.Senders + cfg.Handlers + 8, MaxIdleConnsPerHost: cfg.Senders + cfg.Handlers + 8, IdleConnTimeout: time.Minute}
-	defer tr.CloseIdleConnections()
-	lr.hc = &http.Client{Transport: tr, Timeout: 30 * time.Second}
+	lr.hc = keepAliveClient(cfg.Senders + cfg.Handlers + 8)
+	defer lr.hc.CloseIdleConnections()
 	rep := &LoadReport{MaxDepth: cfg.MaxDepth, Rate: cfg.Rate}
 	if rep.Rate <= 0 {
 		q := fmt.Sprintf("load-cal-%d", nextRun())

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"strings"
@@ -71,9 +70,9 @@ func (spec workerSpec) run(ctx context.Context, nc *nats.Conn) (Sample, error) {
 	}
 	switch spec.Kind {
 	case workerSDKHTTP:
-		tr := &http.Transport{MaxIdleConns: spec.Handlers + 2, MaxIdleConnsPerHost: spec.Handlers + 2, IdleConnTimeout: time.Minute}
-		defer tr.CloseIdleConnections()
-		return sdkHTTPDrain(ctx, &http.Client{Transport: tr, Timeout: 30 * time.Second}, spec)
+		hc := keepAliveClient(spec.Handlers + 2)
+		defer hc.CloseIdleConnections()
+		return sdkHTTPDrain(ctx, hc, spec)
 	case workerSDKRaw:
 		if nc == nil {
 			c, err := nats.Connect(spec.URL, nats.Name("jetgate bench raw worker"))
