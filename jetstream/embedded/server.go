@@ -182,6 +182,18 @@ func (s *Server) ClientURL() string {
 // (nats.InProcessServer) and tests.
 func (s *Server) NATS() *server.Server { return s.ns }
 
+// Listening reports whether a message published on subject now would
+// reach any subscriber: a client's subscription, a stream or consumer of
+// JetStream, or an internal one of the server. The embedded server runs
+// alone (no routes, gateways or leaf nodes) with one account for its
+// clients, so its global account's subscription list knows every
+// listener, and the answer is exact. A subscription registered after the
+// call may miss the message, as it would miss one published just before
+// it. Its cost is a lookup in the server's cache of matches.
+func (s *Server) Listening(subject string) bool {
+	return s.ns.GlobalAccount().SubscriptionInterest(subject)
+}
+
 // Shutdown stops the server gracefully, waits until it is down, and
 // releases the data dir. Safe to call more than once.
 func (s *Server) Shutdown() {

@@ -224,3 +224,58 @@ func TestTokenRequired(t *testing.T) {
 	}
 	nc.Close()
 }
+
+// Listening must know every kind of listener a message on the subject
+// would reach, since jetgate's events are not sent when it says none: a
+// client's subscription (wildcards included), a token-authenticated
+// client's, and a stream capturing the subject; and it must forget a
+// subscription once it is gone.
+func TestListening(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	s := start(t, embedded.Config{DataDir: t.TempDir(), Token: "secret"})
+	nc, err := nats.Connect(s.ClientURL(), nats.Token("secret"))
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	t.Cleanup(nc.Close)
+	const subject = "ojs.events.job.completed"
+	if s.Listening(subject) {
+		t.Fatal("listening with no subscriber")
+	}
+
+	sub, err := nc.SubscribeSync("ojs.events.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if !s.Listening(subject) {
+		t.Fatal("not listening with a subscriber on ojs.events.>")
+	}
+	if s.Listening("ojs.other") {
+		t.Fatal("listening on a subject no subscription matches")
+	}
+	if err := sub.Unsubscribe(); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if s.Listening(subject) {
+		t.Fatal("still listening after the only subscriber left")
+	}
+
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "EV", Subjects: []string{"ojs.events.job.*"},
+		Storage: jetstream.MemoryStorage}); err != nil {
+		t.Fatalf("create stream: %v", err)
+	}
+	if !s.Listening(subject) {
+		t.Fatal("not listening with a stream capturing the subject")
+	}
+}

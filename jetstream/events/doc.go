@@ -16,6 +16,15 @@
 // may subscribe to ojs.events.> (or ojs.events.job.completed, ...) for a
 // live feed: that is the product for NATS services.
 //
+// # Events nobody hears
+//
+// Config.Listening, when set, is asked before an event is built whether a
+// message on its subject would reach anyone; when not, the event is
+// skipped and counted in Stats.Unheard. jetgate sets it only with its
+// embedded server, whose subscription list answers exactly (one server,
+// one client account, no gateways); every subscriber, stream and capture
+// still gets every event.
+//
 // # Storage: none by default
 //
 // Events are not stored per job by default. Storing three events per job

@@ -72,6 +72,16 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock of envelope timestamps (default time.Now).
 	Now func() time.Time
+
+	// Listening, when set, tells whether any subscriber on the NATS system
+	// would receive a message published on subject now. An event nobody
+	// would receive is not built and not published (Stats.Unheard): the
+	// server would only have parsed it and found no one to deliver it to.
+	// Set it only where the answer is exact, which is the embedded server
+	// (one server, one account, no gateways): a subscription anywhere,
+	// a stream capturing events or the capture of Recent makes it true.
+	// Nil publishes every event.
+	Listening func(subject string) bool
 }
 
 func (c *Config) defaults() {
@@ -137,6 +147,7 @@ type Publisher struct {
 	ids idGen
 
 	published atomic.Uint64
+	unheard   atomic.Uint64
 	dropped   atomic.Uint64
 	// read counts messages Recent pulled from the stream (for tests).
 	read atomic.Uint64
@@ -145,6 +156,7 @@ type Publisher struct {
 // Stats counts what a Publisher did since it was created.
 type Stats struct {
 	Published uint64 // handed to the NATS connection
+	Unheard   uint64 // not published: no subscriber (Config.Listening)
 	Dropped   uint64 // not published: encoding or connection failure
 }
 
@@ -230,7 +242,7 @@ func (p *Publisher) Stats() Stats {
 	if p == nil {
 		return Stats{}
 	}
-	return Stats{Published: p.published.Load(), Dropped: p.dropped.Load()}
+	return Stats{Published: p.published.Load(), Unheard: p.unheard.Load(), Dropped: p.dropped.Load()}
 }
 
 // Publish emits one event of eventType about subject (the job id for job
@@ -245,9 +257,13 @@ func (p *Publisher) Publish(eventType, subject string, data any) {
 // publish is Publish with the W3C traceparent header of the event's job
 // ("" for none); its data is jd when not nil, else data.
 func (p *Publisher) publish(eventType, subject string, jd *jobData, data any, traceparent string) {
-	if p == nil {
-		return
+	if p.heard(eventType) {
+		p.send(eventType, subject, jd, data, traceparent)
 	}
+}
+
+// send is publish once heard said someone listens.
+func (p *Publisher) send(eventType, subject string, jd *jobData, data any, traceparent string) {
 	id := p.ids.next()
 	// The buffer goes back as soon as PublishMsg returns: nats.go copies
 	// the payload before that (nats.go v1.55.0, nats.go: (*Conn).publish
@@ -271,6 +287,19 @@ func (p *Publisher) publish(eventType, subject string, jd *jobData, data any, tr
 		return
 	}
 	p.published.Add(1)
+}
+
+// heard reports whether an event of eventType would reach anyone, and
+// counts it in Stats.Unheard when not. A nil Publisher hears nothing.
+func (p *Publisher) heard(eventType string) bool {
+	if p == nil {
+		return false
+	}
+	if p.cfg.Listening == nil || p.cfg.Listening(subjectOf(eventType)) {
+		return true
+	}
+	p.unheard.Add(1)
+	return false
 }
 
 func (p *Publisher) drop(eventType, subject, step string, err error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -391,5 +392,36 @@ func TestPublishJobTraceparentHeader(t *testing.T) {
 		if got := m.Header.Get("traceparent"); got != want {
 			t.Fatalf("event %s: traceparent header %q, want %q", m.Data, got, want)
 		}
+	}
+}
+
+// An event that Config.Listening says nobody would receive is neither
+// built nor sent, and is counted; one it says somebody would receive is
+// published as usual (ojs-events.md section 2: every subscriber still gets
+// every event).
+func TestListeningSkipsUnheardEvents(t *testing.T) {
+	t.Parallel()
+	var heard atomic.Bool
+	var asked atomic.Value
+	p, b := setup(t, Config{Listening: func(subject string) bool {
+		asked.Store(subject)
+		return heard.Load()
+	}})
+	ch := subscribe(t, b.nc)
+	job := &ojs.Job{ID: "job-1", Type: "t", Queue: "q", State: ojs.StateActive, Attempt: 1}
+
+	p.PublishJob(TypeJobStarted, job, nil)
+	p.PublishQueue(TypeQueuePaused, "q", "")
+	if got := asked.Load(); got != "ojs.events.queue.paused" {
+		t.Errorf("Listening asked about %v, want the event's subject", got)
+	}
+	heard.Store(true)
+	p.PublishJob(TypeJobCompleted, job, nil)
+
+	if m := receive(t, ch); m.Subject != "ojs.events.job.completed" {
+		t.Fatalf("first event received is on %q: an unheard event was sent", m.Subject)
+	}
+	if st := p.Stats(); st.Unheard != 2 || st.Published != 1 || st.Dropped != 0 {
+		t.Errorf("stats = %+v, want 2 unheard and 1 published", st)
 	}
 }

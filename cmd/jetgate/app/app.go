@@ -137,7 +137,12 @@ func (s *Server) start(ctx context.Context) error {
 		return err
 	}
 	instance := s.instance()
-	s.events, err = events.New(nc, s.js, s.cfg.eventsConfig("ojs://jetgate/"+instance, s.log))
+	evCfg := s.cfg.eventsConfig("ojs://jetgate/"+instance, s.log)
+	if s.ns != nil {
+		// Events nobody listens to are not sent to the embedded server.
+		evCfg.Listening = s.ns.Listening
+	}
+	s.events, err = events.New(nc, s.js, evCfg)
 	if err != nil {
 		return err
 	}
