@@ -96,7 +96,12 @@ func (s *Store) Create(ctx context.Context, j *ojs.Job) (uint64, error) {
 		return 0, err
 	}
 	defer ojs.PutBuffer(buf)
-	rev, err := s.assets.Jobs.Create(ctx, j.ID, *buf)
+	rev, err := s.writeRecord(ctx, j.ID, *buf, 0)
+	if wrongLastSeq(err) {
+		// The key exists, or is deleted and may be created again at its
+		// delete marker's revision: the KV API's Create decides.
+		rev, err = s.assets.Jobs.Create(ctx, j.ID, *buf)
+	}
 	if err != nil {
 		if errors.Is(err, jetstream.ErrKeyExists) {
 			return 0, &ojs.DuplicateError{ExistingID: j.ID}
@@ -113,9 +118,9 @@ func (s *Store) Update(ctx context.Context, j *ojs.Job, rev uint64) (uint64, err
 		return 0, err
 	}
 	defer ojs.PutBuffer(buf)
-	nrev, err := s.assets.Jobs.Update(ctx, j.ID, *buf, rev)
+	nrev, err := s.writeRecord(ctx, j.ID, *buf, rev)
 	if err != nil {
-		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) {
+		if wrongLastSeq(err) {
 			return 0, ErrConflict
 		}
 		return 0, fmt.Errorf("update job %s: %w", j.ID, Unavailable(err))
@@ -140,14 +145,24 @@ func (s *Store) UpdateTTL(ctx context.Context, j *ojs.Job, rev uint64, ttl time.
 	m.Data = *buf
 	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(rev, 10))
 	m.Header.Set(jetstream.MsgTTLHeader, ttl.Round(time.Second).String())
-	ack, err := s.js.PublishMsg(ctx, m)
+	nrev, err := s.publish(ctx, m)
 	if err != nil {
 		if wrongLastSeq(err) {
 			return 0, ErrConflict
 		}
 		return 0, fmt.Errorf("update job %s: %w", j.ID, Unavailable(err))
 	}
-	return ack.Sequence, nil
+	return nrev, nil
+}
+
+// writeRecord writes the record of job id if its last revision is rev (0:
+// if it has none), as the KV API's Update would, and returns the new
+// revision.
+func (s *Store) writeRecord(ctx context.Context, id string, record []byte, rev uint64) (uint64, error) {
+	m := nats.NewMsg("$KV." + topology.JobsBucket + "." + id)
+	m.Data = record
+	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(rev, 10))
+	return s.publish(ctx, m)
 }
 
 // encodeRecord encodes j into a pooled buffer (ojs.GetBuffer) for
@@ -204,7 +219,7 @@ func (s *Store) PublishReady(ctx context.Context, j *ojs.Job) error {
 // message carries too. A later SetTimer of the same kind and job replaces
 // it.
 func (s *Store) SetTimer(ctx context.Context, kind, id, token string, at time.Time, kv ...string) error {
-	if _, err := s.js.PublishMsg(ctx, timerMsg(kind, id, token, at, kv...)); err != nil {
+	if _, err := s.publish(ctx, timerMsg(kind, id, token, at, kv...)); err != nil {
 		return fmt.Errorf("set %s timer of %s: %w", kind, id, Unavailable(err))
 	}
 	return nil
@@ -219,7 +234,7 @@ func (s *Store) SetJobTimer(ctx context.Context, kind string, j *ojs.Job, at tim
 	if j.Rev > 0 {
 		m.Header.Set(HeaderBaseRev, strconv.FormatUint(j.Rev, 10))
 	}
-	if _, err := s.js.PublishMsg(ctx, m); err != nil {
+	if _, err := s.publish(ctx, m); err != nil {
 		return fmt.Errorf("set %s timer of %s: %w", kind, j.ID, Unavailable(err))
 	}
 	return nil
@@ -230,7 +245,7 @@ func (s *Store) SetJobTimer(ctx context.Context, kind string, j *ojs.Job, at tim
 func (s *Store) CreateTimer(ctx context.Context, kind, id, token string, at time.Time, kv ...string) (bool, error) {
 	m := timerMsg(kind, id, token, at, kv...)
 	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, "0")
-	if _, err := s.js.PublishMsg(ctx, m); err != nil {
+	if _, err := s.publish(ctx, m); err != nil {
 		if wrongLastSeq(err) {
 			return false, nil
 		}
@@ -293,7 +308,7 @@ func (s *Store) EnsureTimer(ctx context.Context, kind, id, token string, at time
 		}
 		msg := timerMsg(kind, id, token, at, kv...)
 		msg.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(last, 10))
-		_, err = s.js.PublishMsg(ctx, msg)
+		_, err = s.publish(ctx, msg)
 		if err == nil {
 			return true, nil
 		}
