@@ -154,6 +154,16 @@ func (s *server) answer(w http.ResponseWriter, r *http.Request, v any, err error
 // v is encoded before the status is written, so an encoding failure still
 // answers a well-formed 500.
 func (s *server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
+	if a, ok := v.(jsonAppender); ok {
+		// The buffer goes back after w.Write, which copies it (writeJobs).
+		buf := ojs.GetBuffer()
+		defer ojs.PutBuffer(buf)
+		*buf = append(a.AppendJSON((*buf)[:0]), '\n')
+		w.Header().Set("Content-Type", MediaType)
+		w.WriteHeader(status)
+		_, _ = w.Write(*buf)
+		return
+	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		s.log.Error("encode response", "path", r.URL.Path,
@@ -169,6 +179,10 @@ func (s *server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v
 	w.WriteHeader(status)
 	_, _ = w.Write(append(b, '\n'))
 }
+
+// jsonAppender is a body that encodes itself as encoding/json would,
+// without reflection (wire.AckReply).
+type jsonAppender interface{ AppendJSON([]byte) []byte }
 
 // writeJobs writes {"<key>": job} for one job, or {"<key>": [jobs...]}
 // for a list (nil jobs left out), each job in its public form

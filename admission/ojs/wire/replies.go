@@ -2,6 +2,7 @@ package wire
 
 import (
 	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/jetgate/jetgate/admission/ojs"
@@ -23,6 +24,28 @@ type AckReply struct {
 
 // NewAckReply is the reply to an ACK that res answered.
 func NewAckReply(res *ojs.AckResult) AckReply { return AckReply{true, res} }
+
+// AppendJSON appends r encoded byte for byte as encoding/json encodes the
+// struct, without its reflection: an ACK is answered once per job.
+func (r AckReply) AppendJSON(b []byte) []byte {
+	b = append(b, `{"acknowledged":`...)
+	b = strconv.AppendBool(b, r.Acknowledged)
+	if a := r.AckResult; a != nil {
+		b = ojs.AppendString(append(b, `,"id":`...), a.ID)
+		b = ojs.AppendString(append(b, `,"job_id":`...), a.JobID)
+		b = ojs.AppendString(append(b, `,"state":`...), string(a.State))
+		b = append(b, `,"completed_at":`...)
+		if a.CompletedAt == nil {
+			b = append(b, "null"...)
+		} else {
+			b = ojs.AppendTime(b, a.CompletedAt)
+		}
+	}
+	return append(b, '}')
+}
+
+// MarshalJSON is AppendJSON for encoding/json.
+func (r AckReply) MarshalJSON() ([]byte, error) { return r.AppendJSON(nil), nil }
 
 // HeartbeatReply is the body of a BEAT (10.4).
 type HeartbeatReply struct {
