@@ -157,10 +157,10 @@ func (s *Service) claimAll(ctx context.Context, queue string, msgs []jetstream.M
 		var wg sync.WaitGroup
 		for i := range msgs {
 			wg.Add(1)
-			go func() {
+			s.claimers.run(func() {
 				defer wg.Done()
 				claim(i)
-			}()
+			})
 		}
 		wg.Wait()
 	}

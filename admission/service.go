@@ -156,6 +156,8 @@ type Service struct {
 	beats    beatBook
 	limits   *kvlimits.Store
 	promoter *promoter
+	// claimers runs the claims of fetches (gopool.go).
+	claimers *goPool
 	notify   *readyNotify
 	// releases counts rate limit releases being written (releaseLimits);
 	// Stop waits for them.
@@ -191,16 +193,17 @@ func New(nc *nats.Conn, js jetstream.JetStream, assets *topology.Assets, cfg Con
 		return nil, err
 	}
 	s := &Service{
-		cfg:     cfg,
-		snapAge: snapAge,
-		nc:      nc,
-		js:      js,
-		assets:  assets,
-		store:   jobstore.New(nc, js, assets),
-		log:     cfg.Logger,
-		clock:   cfg.Clock,
-		events:  cfg.Events,
-		met:     cfg.Metrics,
+		claimers: newGoPool(claimerIdle),
+		cfg:      cfg,
+		snapAge:  snapAge,
+		nc:       nc,
+		js:       js,
+		assets:   assets,
+		store:    jobstore.New(nc, js, assets),
+		log:      cfg.Logger,
+		clock:    cfg.Clock,
+		events:   cfg.Events,
+		met:      cfg.Metrics,
 	}
 	s.queues = newQueueCache(s.store, s.log, s.now)
 	s.groups = newGroupCache(s.store, s.log)
@@ -261,6 +264,7 @@ func (s *Service) Stop() {
 	if !s.running {
 		s.stopped = true
 		s.mu.Unlock()
+		s.claimers.close()
 		return
 	}
 	s.running = false
@@ -276,6 +280,7 @@ func (s *Service) Stop() {
 	cancel()
 	s.promoter.stop()
 	s.wg.Wait()
+	s.claimers.close()
 }
 
 // Store exposes the job store, for tools and tests that inspect records.
