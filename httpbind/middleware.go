@@ -58,6 +58,10 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.writeError(rec, r, err)
 		return
 	}
+	if h, ok := s.exact[methodPath{r.Method, r.URL.Path}]; ok {
+		h.ServeHTTP(rec, r)
+		return
+	}
 	s.router.ServeHTTP(rec, r)
 }
 

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"strings"
 	"sync"
 
 	"github.com/gorilla/mux"
@@ -15,10 +17,13 @@ import (
 // server is the HTTP binding: the routes, the Backend they call and the
 // middleware (ServeHTTP) around them.
 type server struct {
-	b        Backend
-	cfg      Config
-	log      *slog.Logger
-	router   *mux.Router
+	b      Backend
+	cfg    Config
+	log    *slog.Logger
+	router *mux.Router
+	// exact holds the handlers of the routes without variables, by method
+	// and path, for the requests the router would send them (exactRoutes).
+	exact    map[methodPath]http.Handler
 	manifest manifest
 
 	// closing is closed by CloseStreams: long-lived responses (progress
@@ -52,16 +57,45 @@ func New(b Backend, cfg Config) (http.Handler, error) {
 	// Paths are matched as sent: no 301 to a cleaned path, which would turn
 	// a client's POST into a GET; unknown shapes answer the 404 envelope.
 	s.router.SkipClean(true)
-	for _, rt := range s.routes() {
+	routes := s.routes()
+	registered := make([]*mux.Route, len(routes))
+	for i, rt := range routes {
 		methods := []string{rt.method}
 		if rt.method == http.MethodGet {
 			methods = append(methods, http.MethodHead)
 		}
-		s.router.Handle(rt.path, s.traced(rt.method, rt.path, s.authorize(routeOp(rt.method, rt.path), s.limitBody(rt.limit, rt.h)))).Methods(methods...)
+		h := s.traced(rt.method, rt.path, s.authorize(routeOp(rt.method, rt.path), s.limitBody(rt.limit, rt.h)))
+		registered[i] = s.router.Handle(rt.path, h).Methods(methods...)
 	}
 	s.router.NotFoundHandler = http.HandlerFunc(s.notFound)
 	s.router.MethodNotAllowedHandler = http.HandlerFunc(s.methodNotAllowed)
+	s.exact = s.exactRoutes(routes, registered)
 	return s, nil
+}
+
+// methodPath is a request's method and path.
+type methodPath struct{ method, path string }
+
+// exactRoutes maps the method and path of every route without variables
+// to its handler, when the router itself sends that request there (an
+// earlier route could shadow it): a map lookup then replaces the
+// router's walk over its routes' patterns for the hot requests (enqueue,
+// fetch, ACK), with the same handler, middleware included. Requests it
+// does not hold, and every other method, path or error, go through the
+// router as before.
+func (s *server) exactRoutes(routes []route, registered []*mux.Route) map[methodPath]http.Handler {
+	exact := map[methodPath]http.Handler{}
+	for i, rt := range routes {
+		if strings.Contains(rt.path, "{") || rt.method == http.MethodGet {
+			continue // GET (and HEAD with it) stays with the router
+		}
+		var m mux.RouteMatch
+		req := &http.Request{Method: rt.method, URL: &url.URL{Path: rt.path}, Header: http.Header{}}
+		if s.router.Match(req, &m) && m.MatchErr == nil && m.Route == registered[i] {
+			exact[methodPath{rt.method, rt.path}] = m.Handler
+		}
+	}
+	return exact
 }
 
 // route is one row of the route table.
