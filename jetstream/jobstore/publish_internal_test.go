@@ -1,7 +1,6 @@
 package jobstore
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"testing"
@@ -9,9 +8,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/jetgate/jetgate/jetstream/natstest"
-	"github.com/jetgate/jetgate/jetstream/topology"
 )
 
 // pubAckByJSON is how jetstream.PublishMsg reads an answer (nats.go
@@ -91,15 +87,8 @@ func FuzzReadPubAck(f *testing.F) {
 // stored, and a write at a stale revision is the conflict the claim's
 // fence relies on (wrongLastSeq), with nothing written.
 func TestWriteRecordRevisions(t *testing.T) {
-	s := natstest.RunServer(t)
-	nc, js := natstest.Connect(t, s)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	assets, err := topology.Ensure(ctx, js, topology.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := New(nc, js, assets)
+	ctx, st := testStore(t)
+	assets := st.assets
 	rev, err := st.writeRecord(ctx, "job-1", []byte(`{"a":1}`), 0)
 	if err != nil {
 		t.Fatalf("create: %v", err)

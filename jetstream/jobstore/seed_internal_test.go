@@ -18,15 +18,8 @@ import (
 // with a record and no message, never run. A stored seed stays whatever
 // the read says; the enqueue answers the error.
 func TestSeedStaysWhenTheRecordReadFails(t *testing.T) {
-	s := natstest.RunServer(t)
-	nc, js := natstest.Connect(t, s)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	assets, err := topology.Ensure(ctx, js, topology.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := New(nc, js, assets)
+	ctx, st := testStore(t)
+	js := st.js
 	// Record reads go to a stream that is gone: every read fails.
 	gone, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "GONE", Subjects: []string{"gone.>"}})
 	if err != nil {
@@ -41,8 +34,23 @@ func TestSeedStaysWhenTheRecordReadFails(t *testing.T) {
 	if err := st.PublishSeed(ctx, j, true); err == nil {
 		t.Fatal("PublishSeed with failing record reads: no error")
 	}
-	m, err := assets.Ready.GetLastMsgForSubject(ctx, topology.ReadyIDFilter(j.ID))
+	m, err := st.assets.Ready.GetLastMsgForSubject(ctx, topology.ReadyIDFilter(j.ID))
 	if err != nil || SeedOf(m.Header, m.Data) == nil {
 		t.Fatalf("the stored seed is gone after the failed read: %v", err)
 	}
+}
+
+// testStore is a Store on a server of its own with jetgate's streams, and
+// a context bounding the test's calls.
+func testStore(t *testing.T) (context.Context, *Store) {
+	t.Helper()
+	s := natstest.RunServer(t)
+	nc, js := natstest.Connect(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	assets, err := topology.Ensure(ctx, js, topology.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ctx, New(nc, js, assets)
 }
