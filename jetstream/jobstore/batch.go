@@ -11,7 +11,6 @@ import (
 	"github.com/nats-io/nuid"
 
 	"github.com/jetgate/jetgate/admission/ojs"
-	"github.com/jetgate/jetgate/jetstream/topology"
 )
 
 // MaxBatch is the largest atomic batch JetStream accepts by default.
@@ -44,10 +43,7 @@ func (s *Store) CreateBatch(ctx context.Context, jobs []*ojs.Job) error {
 		if err != nil {
 			return fmt.Errorf("encode job %s: %w", j.ID, err)
 		}
-		m := nats.NewMsg("$KV." + topology.JobsBucket + "." + j.ID)
-		m.Data = b
-		m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, "0")
-		msgs[i] = m
+		msgs[i] = recordMsg(j.ID, b, 0, 0)
 	}
 	if _, err := s.atomicBatch(ctx, msgs); err != nil {
 		return s.batchFailed(ctx, jobs, err)

@@ -86,10 +86,10 @@ func FuzzReadPubAck(f *testing.F) {
 // Against a real server: a record write answers the revision the bucket
 // stored, and a write at a stale revision is the conflict the claim's
 // fence relies on (wrongLastSeq), with nothing written.
-func TestWriteRecordRevisions(t *testing.T) {
+func TestRecordWriteRevisions(t *testing.T) {
 	ctx, st := testStore(t)
 	assets := st.assets
-	rev, err := st.writeRecord(ctx, "job-1", []byte(`{"a":1}`), 0)
+	rev, err := st.publish(ctx, recordMsg("job-1", []byte(`{"a":1}`), 0, 0))
 	if err != nil {
 		t.Fatalf("create: %v", err)
 	}
@@ -97,13 +97,13 @@ func TestWriteRecordRevisions(t *testing.T) {
 	if err != nil || e.Revision() != rev {
 		t.Fatalf("stored revision %v (%v), answered %d", e, err, rev)
 	}
-	if _, err := st.writeRecord(ctx, "job-1", []byte(`{"a":2}`), 0); !wrongLastSeq(err) {
+	if _, err := st.publish(ctx, recordMsg("job-1", []byte(`{"a":2}`), 0, 0)); !wrongLastSeq(err) {
 		t.Fatalf("second create: %v, want a wrong last sequence", err)
 	}
-	if _, err := st.writeRecord(ctx, "job-1", []byte(`{"a":2}`), rev+100); !wrongLastSeq(err) {
+	if _, err := st.publish(ctx, recordMsg("job-1", []byte(`{"a":2}`), rev+100, 0)); !wrongLastSeq(err) {
 		t.Fatalf("update at a stale revision: %v, want a wrong last sequence", err)
 	}
-	rev2, err := st.writeRecord(ctx, "job-1", []byte(`{"a":3}`), rev)
+	rev2, err := st.publish(ctx, recordMsg("job-1", []byte(`{"a":3}`), rev, 0))
 	if err != nil || rev2 <= rev {
 		t.Fatalf("update: %d, %v", rev2, err)
 	}

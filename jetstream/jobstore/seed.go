@@ -137,7 +137,7 @@ func (s *Store) RemoveRecords(jobs []*ojs.Job) {
 		if err != nil || r.job == nil || r.job.Internal.Token != j.Internal.Token {
 			continue
 		}
-		m := nats.NewMsg("$KV." + topology.JobsBucket + "." + j.ID)
+		m := nats.NewMsg(recordSubject(j.ID))
 		m.Header.Set("KV-Operation", "PURGE")
 		m.Header.Set("Nats-Rollup", "sub")
 		m.Header.Set(headerRefused, "1")
@@ -422,7 +422,7 @@ func (s *Store) readRecord(ctx context.Context, id string) (recordRead, error) {
 	if err != nil {
 		return recordRead{}, err
 	}
-	m, err := st.GetLastMsgForSubject(ctx, "$KV."+topology.JobsBucket+"."+id)
+	m, err := st.GetLastMsgForSubject(ctx, recordSubject(id))
 	switch {
 	case errors.Is(err, jetstream.ErrMsgNotFound):
 		return recordRead{}, nil

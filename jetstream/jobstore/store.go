@@ -96,7 +96,7 @@ func (s *Store) Create(ctx context.Context, j *ojs.Job) (uint64, error) {
 		return 0, err
 	}
 	defer ojs.PutBuffer(buf)
-	rev, err := s.writeRecord(ctx, j.ID, *buf, 0)
+	rev, err := s.publish(ctx, recordMsg(j.ID, *buf, 0, 0))
 	if wrongLastSeq(err) {
 		// The key exists, or is deleted and may be created again at its
 		// delete marker's revision: the KV API's Create decides.
@@ -113,39 +113,20 @@ func (s *Store) Create(ctx context.Context, j *ojs.Job) (uint64, error) {
 
 // Update writes j if the record is still at revision rev.
 func (s *Store) Update(ctx context.Context, j *ojs.Job, rev uint64) (uint64, error) {
-	buf, err := encodeRecord(j)
-	if err != nil {
-		return 0, err
-	}
-	defer ojs.PutBuffer(buf)
-	nrev, err := s.writeRecord(ctx, j.ID, *buf, rev)
-	if err != nil {
-		if wrongLastSeq(err) {
-			return 0, ErrConflict
-		}
-		return 0, fmt.Errorf("update job %s: %w", j.ID, Unavailable(err))
-	}
-	return nrev, nil
+	return s.UpdateTTL(ctx, j, rev, 0)
 }
 
 // UpdateTTL writes j if the record is still at revision rev, and lets
 // JetStream remove the record ttl later (per-message TTL); a later write
 // replaces the TTL. It is how finished jobs are kept for a retention
-// period without any sweep.
+// period without any sweep. A ttl of 0 keeps the record.
 func (s *Store) UpdateTTL(ctx context.Context, j *ojs.Job, rev uint64, ttl time.Duration) (uint64, error) {
-	if ttl <= 0 {
-		return s.Update(ctx, j, rev)
-	}
 	buf, err := encodeRecord(j)
 	if err != nil {
 		return 0, err
 	}
 	defer ojs.PutBuffer(buf)
-	m := nats.NewMsg("$KV." + topology.JobsBucket + "." + j.ID)
-	m.Data = *buf
-	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(rev, 10))
-	m.Header.Set(jetstream.MsgTTLHeader, ttl.Round(time.Second).String())
-	nrev, err := s.publish(ctx, m)
+	nrev, err := s.publish(ctx, recordMsg(j.ID, *buf, rev, ttl))
 	if err != nil {
 		if wrongLastSeq(err) {
 			return 0, ErrConflict
@@ -155,22 +136,28 @@ func (s *Store) UpdateTTL(ctx context.Context, j *ojs.Job, rev uint64, ttl time.
 	return nrev, nil
 }
 
-// writeRecord writes the record of job id if its last revision is rev (0:
-// if it has none), as the KV API's Update would, and returns the new
-// revision.
-func (s *Store) writeRecord(ctx context.Context, id string, record []byte, rev uint64) (uint64, error) {
-	m := nats.NewMsg("$KV." + topology.JobsBucket + "." + id)
+// recordSubject is the subject of job id's record in the jobs bucket.
+func recordSubject(id string) string { return "$KV." + topology.JobsBucket + "." + id }
+
+// recordMsg is a write of job id's record that JetStream stores only if
+// the record's last revision is rev (0: if it has none), as the KV API's
+// Update would; a ttl above 0 lets JetStream remove the record ttl later.
+func recordMsg(id string, record []byte, rev uint64, ttl time.Duration) *nats.Msg {
+	m := nats.NewMsg(recordSubject(id))
 	m.Data = record
 	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(rev, 10))
-	return s.publish(ctx, m)
+	if ttl > 0 {
+		m.Header.Set(jetstream.MsgTTLHeader, ttl.Round(time.Second).String())
+	}
+	return m
 }
 
-// encodeRecord encodes j into a pooled buffer (ojs.GetBuffer) for
-// Create, Update and UpdateTTL, which put it back when the publish that
-// sends it returns: nats.go copies a message's data into the connection's
-// write buffer before a publish returns (natsWriter.appendBufs), and
-// neither the jetstream publish nor the KV update keeps the message, so
-// nothing refers to the buffer after the call.
+// encodeRecord encodes j into a pooled buffer (ojs.GetBuffer) for Create
+// and UpdateTTL, which put it back when the publish that sends it
+// returns: nats.go copies a message's data into the connection's write
+// buffer before a request returns (natsWriter.appendBufs), and neither
+// Store.publish nor the KV API's Create keeps the message, so nothing
+// refers to the buffer after the call.
 func encodeRecord(j *ojs.Job) (*[]byte, error) {
 	buf := ojs.GetBuffer()
 	b, err := j.AppendJSON(*buf)
