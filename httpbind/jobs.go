@@ -51,7 +51,7 @@ func (s *server) enqueue(w http.ResponseWriter, r *http.Request) {
 	}
 	writePressure(w, pressure)
 	w.Header().Set("Location", "/ojs/v1/jobs/"+url.PathEscape(job.ID))
-	s.writeJobs(w, r, http.StatusCreated, "job", job, nil)
+	s.writeJobs(w, r, http.StatusCreated, "job", job, nil, false)
 }
 
 // enqueueBatch is PUSH (batch), POST /ojs/v1/jobs/batch (9.2): all or
@@ -78,8 +78,7 @@ func (s *server) enqueueBatch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writePressure(w, pressure)
-	out := publicJobs(jobs)
-	s.writeJSON(w, r, http.StatusCreated, wire.BatchReply{Jobs: out, Count: len(out)})
+	s.writeJobs(w, r, http.StatusCreated, "jobs", nil, jobs, true) // wire.BatchReply
 }
 
 // getJob is INFO, GET /ojs/v1/jobs/{id} (9.3).

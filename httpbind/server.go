@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -193,9 +194,7 @@ func (s *server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v
 		buf := ojs.GetBuffer()
 		defer ojs.PutBuffer(buf)
 		*buf = append(a.AppendJSON((*buf)[:0]), '\n')
-		w.Header().Set("Content-Type", MediaType)
-		w.WriteHeader(status)
-		_, _ = w.Write(*buf)
+		writeBody(w, status, *buf)
 		return
 	}
 	b, err := json.Marshal(v)
@@ -209,9 +208,16 @@ func (s *server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v
 			Hint: defaultHint(apiError{Status: status, Code: ojs.CodeBackendError}),
 		}})
 	}
+	writeBody(w, status, append(b, '\n'))
+}
+
+// writeBody writes b, a JSON body and its newline, with the binding's
+// media type. w copies b: net/http's ResponseWriter keeps no reference to
+// the slice it is given, so a pooled b may go back once writeBody returns.
+func writeBody(w http.ResponseWriter, status int, b []byte) {
 	w.Header().Set("Content-Type", MediaType)
 	w.WriteHeader(status)
-	_, _ = w.Write(append(b, '\n'))
+	_, _ = w.Write(b)
 }
 
 // jsonAppender is a body that encodes itself as encoding/json would,
@@ -219,14 +225,14 @@ func (s *server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v
 type jsonAppender interface{ AppendJSON([]byte) []byte }
 
 // writeJobs writes {"<key>": job} for one job, or {"<key>": [jobs...]}
-// for a list (nil jobs left out), each job in its public form
+// for a list (nil jobs left out), and with withCount {"<key>": [jobs...],
+// "count": n} (wire.BatchReply), each job in its public form
 // (ojs.Job.Public) and encoded once by AppendPublicJSON (json.Marshal
-// would run a validating compaction over every job's bytes again). These
-// are the hot responses: enqueue and fetch.
-func (s *server) writeJobs(w http.ResponseWriter, r *http.Request, status int, key string, one *ojs.Job, list []*ojs.Job) {
-	// The buffer goes back when writeJobs returns, after w.Write: an
-	// io.Writer must not retain the slice it is given (net/http copies it
-	// into the connection's buffer).
+// would copy each job for its public form and run a validating
+// compaction over every job's bytes again). These are the hot responses:
+// enqueue, batch enqueue and fetch.
+func (s *server) writeJobs(w http.ResponseWriter, r *http.Request, status int, key string, one *ojs.Job, list []*ojs.Job, withCount bool) {
+	// The buffer goes back when writeJobs returns, after writeBody.
 	buf := ojs.GetBuffer()
 	defer ojs.PutBuffer(buf)
 	b := append(*buf, `{"`...)
@@ -250,6 +256,9 @@ func (s *server) writeJobs(w http.ResponseWriter, r *http.Request, status int, k
 			}
 		}
 		b = append(b, ']')
+		if withCount {
+			b = strconv.AppendInt(append(b, `,"count":`...), int64(n), 10)
+		}
 	}
 	if err != nil {
 		s.writeJSON(w, r, status, errEncode{err}) // answers 500
@@ -257,9 +266,7 @@ func (s *server) writeJobs(w http.ResponseWriter, r *http.Request, status int, k
 	}
 	b = append(b, '}', '\n')
 	*buf = b
-	w.Header().Set("Content-Type", MediaType)
-	w.WriteHeader(status)
-	_, _ = w.Write(b)
+	writeBody(w, status, b)
 }
 
 // errEncode fails to encode, so writeJSON answers 500 with err logged.

@@ -24,7 +24,7 @@ func (s *server) fetch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	tracing.LinkJobs(r.Context(), jobs)
-	s.writeJobs(w, r, http.StatusOK, "jobs", nil, jobs)
+	s.writeJobs(w, r, http.StatusOK, "jobs", nil, jobs, false)
 }
 
 // ack is ACK, POST /ojs/v1/workers/ack (10.2): {"job_id","result"?} ->

@@ -1,13 +1,16 @@
 package httpbind
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/gorilla/mux"
 
 	"github.com/jetgate/jetgate/admission/ojs"
+	"github.com/jetgate/jetgate/admission/ojs/wire"
 )
 
 // The hot requests skip the router's walk over its patterns (enqueue,
@@ -64,5 +67,33 @@ func TestExactRoutesLeaveShadowedRoutesToTheRouter(t *testing.T) {
 	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/y", nil))
 	if hit != "y" {
 		t.Fatalf("POST /y reached %q", hit)
+	}
+}
+
+// 9.2 PUSH (batch): writeJobs answers a batch with the bytes
+// encoding/json wrote for wire.BatchReply of the jobs' public forms
+// ({"jobs": [...], "count": n}), a nil job left out of both.
+func TestBatchAnswerMatchesBatchReply_9_2(t *testing.T) {
+	s := &server{}
+	at := ojs.NewTime(time.Date(2026, 11, 27, 21, 0, 0, 0, time.UTC))
+	jobs := []*ojs.Job{
+		{SpecVersion: ojs.SpecVersion, ID: ojs.NewID(), Type: "email.send", Queue: "email", Args: json.RawMessage(`["a"]`),
+			State: ojs.StateAvailable, CreatedAt: at, EnqueuedAt: at, Internal: ojs.Internal{Token: "secret"}},
+		nil,
+		{SpecVersion: ojs.SpecVersion, ID: ojs.NewID(), Type: "email.send", Queue: "email", Args: json.RawMessage(`[{"to":"b"}]`),
+			Priority: 7, State: ojs.StateScheduled, CreatedAt: at, ScheduledAt: at},
+	}
+	rec := httptest.NewRecorder()
+	s.writeJobs(rec, httptest.NewRequest(http.MethodPost, "/ojs/v1/jobs/batch", nil), http.StatusCreated, "jobs", nil, jobs, true)
+	out := wire.PublicJobs(jobs)
+	want, err := json.Marshal(wire.BatchReply{Jobs: out, Count: len(out)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rec.Body.String(); got != string(want)+"\n" {
+		t.Fatalf("batch answer\n got %s\nwant %s", got, want)
+	}
+	if rec.Code != http.StatusCreated || rec.Header().Get("Content-Type") != MediaType {
+		t.Fatalf("status %d, content type %q", rec.Code, rec.Header().Get("Content-Type"))
 	}
 }
