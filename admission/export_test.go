@@ -7,6 +7,10 @@ import (
 	"github.com/jetgate/jetgate/kvlimits"
 )
 
+// TicketGrace is how long past its deadline a blocked producer's ticket
+// keeps its place.
+const TicketGrace = ticketGrace
+
 // FlushStats publishes this process's aggregated statistics now, so tests
 // can check the numbers JetStream holds without waiting for the ticker.
 func (s *Service) FlushStats() { s.flushStats() }
