@@ -109,6 +109,8 @@ type backpressure struct {
 	runCtx  context.Context
 	release chan depthUnit
 	sub     *nats.Subscription
+	// ticketSub sees every ticket taken, in any process (lineClear).
+	ticketSub *nats.Subscription
 	// self marks this process's freed notices, so that it does not count
 	// its own releases twice (backpressure_certain.go).
 	self string
@@ -153,6 +155,21 @@ type bpQueue struct {
 	full       fullMemo
 	relStarted uint64
 	relDone    uint64
+	// ticketsSeen counts the tickets taken for the queue in any process
+	// (the ticket subscription); lineClear is whether this process read
+	// the line empty with no ticket seen since. calm lets a block queue's
+	// enqueue skip the line only then: a producer waiting in another
+	// process, or a dead one's ticket, keeps its place (BP-R002).
+	ticketsSeen uint64
+	lineClear   bool
+}
+
+// ticketTaken notes a ticket taken for q by any process.
+func (q *bpQueue) ticketTaken() {
+	q.mu.Lock()
+	q.ticketsSeen++
+	q.lineClear = false
+	q.mu.Unlock()
 }
 
 func newBackpressure() *backpressure {
@@ -201,6 +218,21 @@ func (s *Service) startBackpressure(runCtx context.Context) error {
 		return fmt.Errorf("subscribe freed notices: %w", err)
 	}
 	s.bp.sub = sub
+	// Tickets are JetStream messages on ojs.blocked.<queue>; a core
+	// subscription sees each as it is taken.
+	tsub, err := s.nc.Subscribe(topology.BlockedSubjects, func(m *nats.Msg) {
+		name, err := topology.Untoken(m.Subject[strings.LastIndexByte(m.Subject, '.')+1:])
+		if err != nil {
+			return
+		}
+		if q, ok := s.bp.lookup(name); ok {
+			q.ticketTaken()
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("subscribe blocked producers' tickets: %w", err)
+	}
+	s.bp.ticketSub = tsub
 	for range releaseWorkers {
 		s.wg.Add(1)
 		go func() {
@@ -214,6 +246,9 @@ func (s *Service) startBackpressure(runCtx context.Context) error {
 func (s *Service) stopBackpressure() {
 	if s.bp.sub != nil {
 		_ = s.bp.sub.Unsubscribe()
+	}
+	if s.bp.ticketSub != nil {
+		_ = s.bp.ticketSub.Unsubscribe()
 	}
 }
 
@@ -326,7 +361,8 @@ func (s *Service) reserveDepth(ctx context.Context, jobs []*ojs.Job, publish fun
 const fastPressure = 0.9
 
 // calm reports whether every queue was last seen below fastPressure, with
-// its stream at hand, no producer waiting and no refusal remembered.
+// its stream at hand, no producer waiting (here, or for a block queue in
+// any process: lineClear) and no refusal remembered.
 func (s *Service) calm(names []string, cfgs map[string]ojs.Backpressure) bool {
 	for _, name := range names {
 		q := s.bp.queue(name)
@@ -335,7 +371,10 @@ func (s *Service) calm(names []string, cfgs map[string]ojs.Backpressure) bool {
 			SizeBytes: q.bytes, MaxSizeBytes: cfgs[name].MaxSizeBytes})
 		// A remembered refusal (backpressure_certain.go) counts the units
 		// let through, which only acquire does.
-		ok := q.ensured && q.applied == cfgs[name] && len(q.waiters) == 0 && !q.seenAt.IsZero() && p < fastPressure && !q.full.known
+		// A block queue's line must be known empty: the fast path does
+		// not look at it (acquireBlocking does, through nobodyWaiting).
+		line := cfgs[name].Strategy != ojs.StrategyBlock || q.lineClear
+		ok := q.ensured && q.applied == cfgs[name] && len(q.waiters) == 0 && line && !q.seenAt.IsZero() && p < fastPressure && !q.full.known
 		q.mu.Unlock()
 		if !ok {
 			return false

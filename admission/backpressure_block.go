@@ -92,12 +92,19 @@ func (s *Service) ticketStream(ctx context.Context) (jetstream.Stream, error) {
 // waits for room in q.
 func (s *Service) nobodyWaiting(ctx context.Context, q *bpQueue) (bool, error) {
 	q.mu.Lock()
-	local := len(q.waiters)
+	local, seen := len(q.waiters), q.ticketsSeen
 	q.mu.Unlock()
 	if local > 0 {
 		return false, nil
 	}
 	head, err := s.headTicket(ctx, q)
+	if err == nil && head.seq == 0 {
+		// The line was empty, and stays known so until a ticket is seen
+		// (calm); one seen during the read may not have been in it.
+		q.mu.Lock()
+		q.lineClear = q.ticketsSeen == seen
+		q.mu.Unlock()
+	}
 	return head.seq == 0, err
 }
 

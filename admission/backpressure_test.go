@@ -424,6 +424,38 @@ func TestBackpressureBlockDeadTicketExpires_BPR002(t *testing.T) {
 	}
 }
 
+// BP-R002 across processes, on the fast path: a process whose last look
+// found a block queue's line empty, and which sees the queue far from its
+// bound, enqueues without a ticket; once a producer waits in another
+// process (here a dead one's ticket, with a deadline far away), its next
+// enqueue goes behind it like any other, though there is room.
+func TestBackpressureBlockFastPathKeepsTheLine_BPR002(t *testing.T) {
+	t.Parallel()
+	srv := natsTestServer(t)
+	p0, p1 := setupOn(t, nil, natsConnect(t, srv)), setupOn(t, nil, natsConnect(t, srv))
+	ctx := testCtx(t)
+	bound(t, p0, "fast", ojs.Backpressure{MaxDepth: 4, Strategy: ojs.StrategyBlock})
+	eventually(t, 5*time.Second, "bound seen", func() bool {
+		c, _ := p1.svc.QueueConfig(ctx, "fast")
+		return c.Source == "queue" && c.Backpressure.Strategy == ojs.StrategyBlock
+	})
+	enqueue(t, p1, `{"type":"t","args":[0],"options":{"queue":"fast"}}`)
+	if !p1.svc.LineClear("fast") {
+		t.Fatal("the line read empty at the first enqueue is not remembered")
+	}
+	m := nats.NewMsg(topology.BlockedSubject("fast"))
+	m.Header.Set("Ojs-Ticket-Deadline", fmt.Sprint(time.Now().Add(time.Minute).UnixNano()))
+	if _, err := p0.js.PublishMsg(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the ticket seen", func() bool { return !p1.svc.LineClear("fast") })
+	_, err := p1.svc.Enqueue(ojs.WithBlockTimeout(ctx, 300*time.Millisecond),
+		mustParse(t, `{"type":"t","args":[1],"options":{"queue":"fast"}}`))
+	if !errors.Is(err, ojs.ErrQueueFull) {
+		t.Fatalf("enqueue with room while a producer waits elsewhere: %v, want to wait behind it and give up (queue full)", err)
+	}
+}
+
 func tryBlock(ctx context.Context, b bundle, timeout time.Duration) (*ojs.Job, error) {
 	return b.svc.Enqueue(ojs.WithBlockTimeout(ctx, timeout), &ojs.Job{Type: "t", Args: json.RawMessage(`[]`), Queue: "dead"})
 }

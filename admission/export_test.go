@@ -11,6 +11,18 @@ import (
 // keeps its place.
 const TicketGrace = ticketGrace
 
+// LineClear reports whether this process last read the line of a block
+// queue empty and has seen no ticket taken since (calm's fast path).
+func (s *Service) LineClear(queue string) bool {
+	q, ok := s.bp.lookup(queue)
+	if !ok {
+		return false
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.lineClear
+}
+
 // FlushStats publishes this process's aggregated statistics now, so tests
 // can check the numbers JetStream holds without waiting for the ticker.
 func (s *Service) FlushStats() { s.flushStats() }
