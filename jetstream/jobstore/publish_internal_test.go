@@ -8,6 +8,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetgate/jetgate/admission/ojs"
 )
 
 // pubAckByJSON is how jetstream.PublishMsg reads an answer (nats.go
@@ -140,4 +142,33 @@ func BenchmarkReadPubAck(b *testing.B) {
 			}
 		}
 	})
+}
+
+// Create is create-if-absent, the fence between racing claimers: a second
+// create of an id is a DuplicateError and writes nothing, while an id
+// whose record was deleted (a marker: a purge, or the end of its
+// retention) may be created again.
+func TestCreateOverRecordAndMarker(t *testing.T) {
+	ctx, st := testStore(t)
+	j := &ojs.Job{SpecVersion: ojs.SpecVersion, ID: ojs.NewID(), Type: "t", Queue: "q", State: ojs.StateActive}
+	rev, err := st.Create(ctx, j)
+	if err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	if _, err := st.Create(ctx, j); !errors.As(err, new(*ojs.DuplicateError)) {
+		t.Fatalf("second create: %v, want a DuplicateError", err)
+	}
+	if e, err := st.assets.Jobs.Get(ctx, j.ID); err != nil || e.Revision() != rev {
+		t.Fatalf("the record after a refused create: %v, %v; want revision %d", e, err, rev)
+	}
+	if err := st.assets.Jobs.Purge(ctx, j.ID); err != nil {
+		t.Fatal(err)
+	}
+	again, err := st.Create(ctx, j)
+	if err != nil || again <= rev {
+		t.Fatalf("create over a purge marker: %d, %v", again, err)
+	}
+	if got, _, err := st.Get(ctx, j.ID); err != nil || got.State != ojs.StateActive {
+		t.Fatalf("record after the create over the marker: %v, %v", got, err)
+	}
 }

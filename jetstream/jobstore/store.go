@@ -98,12 +98,19 @@ func (s *Store) Create(ctx context.Context, j *ojs.Job) (uint64, error) {
 	defer ojs.PutBuffer(buf)
 	rev, err := s.publish(ctx, recordMsg(j.ID, *buf, 0, 0))
 	if wrongLastSeq(err) {
-		// The key exists, or is deleted and may be created again at its
-		// delete marker's revision: the KV API's Create decides.
-		rev, err = s.assets.Jobs.Create(ctx, j.ID, *buf)
+		// The subject holds a record (the id is taken) or a deletion
+		// marker, which a create replaces at the marker's sequence, as
+		// the KV API's Create does.
+		r, rerr := s.readRecord(ctx, j.ID)
+		if rerr != nil {
+			return 0, rerr
+		}
+		if r.marker != 0 {
+			rev, err = s.publish(ctx, recordMsg(j.ID, *buf, r.marker, 0))
+		}
 	}
 	if err != nil {
-		if errors.Is(err, jetstream.ErrKeyExists) {
+		if wrongLastSeq(err) {
 			return 0, &ojs.DuplicateError{ExistingID: j.ID}
 		}
 		return 0, fmt.Errorf("create job %s: %w", j.ID, Unavailable(err))
