@@ -10,6 +10,9 @@ import (
 // (powers of 1024), KB, MB, GB (powers of 1000), or B.
 type byteSize int64
 
+// binaryUnits is how many of byteUnits, first, are powers of 1024.
+const binaryUnits = 3
+
 var byteUnits = []struct {
 	suffix string
 	factor int64
@@ -38,11 +41,8 @@ func (b *byteSize) Set(s string) error {
 // String prints the size with the largest binary unit that divides it.
 func (b *byteSize) String() string {
 	n := int64(*b)
-	for _, u := range []struct {
-		suffix string
-		factor int64
-	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
-		if n != 0 && n%u.factor == 0 {
+	for i := binaryUnits - 1; i >= 0 && n != 0; i-- { // GiB, MiB, KiB
+		if u := byteUnits[i]; n%u.factor == 0 {
 			return fmt.Sprintf("%d%s", n/u.factor, u.suffix)
 		}
 	}
