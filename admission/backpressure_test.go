@@ -348,14 +348,8 @@ func TestBackpressureBlock_BPR002(t *testing.T) {
 // processes, the later producer there would win.
 func TestBackpressureBlockArrivalOrderAcrossProcesses_BPR002(t *testing.T) {
 	t.Parallel()
-	srv := natsTestServer(t)
-	p0, p1 := setupOn(t, nil, natsConnect(t, srv)), setupOn(t, nil, natsConnect(t, srv))
+	p0, p1 := twoProcessesBlocking(t, "line", 1)
 	ctx := testCtx(t)
-	bound(t, p0, "line", ojs.Backpressure{MaxDepth: 1, Strategy: ojs.StrategyBlock})
-	eventually(t, 5*time.Second, "bound seen", func() bool {
-		c, _ := p1.svc.QueueConfig(ctx, "line")
-		return c.Source == "queue" && c.Backpressure.Strategy == ojs.StrategyBlock
-	})
 	enqueue(t, p0, `{"type":"t","args":[0],"options":{"queue":"line"}}`)
 	var mu sync.Mutex
 	var served []string
@@ -433,14 +427,8 @@ func TestBackpressureBlockDeadTicketExpires_BPR002(t *testing.T) {
 // enqueue goes behind it like any other, though there is room.
 func TestBackpressureBlockFastPathKeepsTheLine_BPR002(t *testing.T) {
 	t.Parallel()
-	srv := natsTestServer(t)
-	p0, p1 := setupOn(t, nil, natsConnect(t, srv)), setupOn(t, nil, natsConnect(t, srv))
+	p0, p1 := twoProcessesBlocking(t, "fast", 4)
 	ctx := testCtx(t)
-	bound(t, p0, "fast", ojs.Backpressure{MaxDepth: 4, Strategy: ojs.StrategyBlock})
-	eventually(t, 5*time.Second, "bound seen", func() bool {
-		c, _ := p1.svc.QueueConfig(ctx, "fast")
-		return c.Source == "queue" && c.Backpressure.Strategy == ojs.StrategyBlock
-	})
 	enqueue(t, p1, `{"type":"t","args":[0],"options":{"queue":"fast"}}`)
 	if !p1.svc.LineClear("fast") {
 		t.Fatal("the line read empty at the first enqueue is not remembered")
@@ -456,6 +444,22 @@ func TestBackpressureBlockFastPathKeepsTheLine_BPR002(t *testing.T) {
 	if !errors.Is(err, ojs.ErrQueueFull) {
 		t.Fatalf("enqueue with room while a producer waits elsewhere: %v, want to wait behind it and give up (queue full)", err)
 	}
+}
+
+// twoProcessesBlocking is two services on one server, with queue bounded
+// at maxDepth with the block strategy (set through the first, seen by the
+// second).
+func twoProcessesBlocking(t *testing.T, queue string, maxDepth int64) (p0, p1 bundle) {
+	t.Helper()
+	srv := natsTestServer(t)
+	p0, p1 = setupOn(t, nil, natsConnect(t, srv)), setupOn(t, nil, natsConnect(t, srv))
+	bound(t, p0, queue, ojs.Backpressure{MaxDepth: maxDepth, Strategy: ojs.StrategyBlock})
+	ctx := testCtx(t)
+	eventually(t, 5*time.Second, "bound seen", func() bool {
+		c, _ := p1.svc.QueueConfig(ctx, queue)
+		return c.Source == "queue" && c.Backpressure.Strategy == ojs.StrategyBlock
+	})
+	return p0, p1
 }
 
 func tryBlock(ctx context.Context, b bundle, timeout time.Duration) (*ojs.Job, error) {
