@@ -12,9 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/jetgate/jetgate/admission/ojs"
+	"github.com/jetgate/jetgate/admission/ojs/uuidv7"
 )
 
 // Wire constants of the binding.
@@ -112,11 +111,7 @@ func incomingRequestID(r *http.Request) string {
 
 // newRequestID returns "req_" + a UUIDv7 (ojs-http-binding.md 19.3).
 func newRequestID() string {
-	u, err := uuid.NewV7()
-	if err != nil { // only if the system's random source fails
-		return "req_" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	}
-	return "req_" + u.String()
+	return uuidv7.NewString("req_")
 }
 
 // manifestPath is exempt from the version check: clients read it to learn

@@ -12,12 +12,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/jetgate/jetgate/admission/authz"
 	"github.com/jetgate/jetgate/admission/ojs"
+	"github.com/jetgate/jetgate/admission/ojs/uuidv7"
 	"github.com/jetgate/jetgate/admission/ojs/wire"
 )
 
@@ -417,11 +417,7 @@ func requestID(h nats.Header) string {
 			return id
 		}
 	}
-	u, err := uuid.NewV7()
-	if err != nil {
-		return "req_" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	}
-	return "req_" + u.String()
+	return uuidv7.NewString("req_")
 }
 
 // headerName spells a header as the specs do: the error mapping builds

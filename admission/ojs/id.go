@@ -1,6 +1,6 @@
 package ojs
 
-import "github.com/google/uuid"
+import "github.com/jetgate/jetgate/admission/ojs/uuidv7"
 
 // idRule is the rule a job id must follow (ojs-core.md 5.1, ojs-json-format.md 6.1).
 const idRule = "a lowercase UUIDv7 (8-4-4-4-12 hex)"
@@ -8,13 +8,7 @@ const idRule = "a lowercase UUIDv7 (8-4-4-4-12 hex)"
 // NewID returns a new job id: a UUIDv7, lowercase and hyphenated
 // (ojs-core.md 5.1). UUIDv7 ids sort by creation time.
 func NewID() string {
-	id, err := uuid.NewV7()
-	if err != nil {
-		// Only a failing crypto/rand reader gets here; there is no
-		// sensible way to go on without unique ids.
-		panic("ojs: generate UUIDv7: " + err.Error())
-	}
-	return id.String()
+	return uuidv7.NewString("")
 }
 
 // ValidID checks that s is a job id in canonical form: a lowercase,

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jetgate/jetgate/admission/ojs"
+	"github.com/jetgate/jetgate/admission/ojs/uuidv7"
 )
 
 // Every job publishes several events, so the envelope and the job event
@@ -26,11 +27,11 @@ import (
 
 // appendEnvelope appends the JSON envelope of an event. Its data is
 // jd when not nil, else data encoded by encoding/json.
-func appendEnvelope(b []byte, id *[16]byte, eventType, source, subject string, at time.Time, jd *jobData, data any) ([]byte, error) {
+func appendEnvelope(b []byte, id *uuidv7.UUID, eventType, source, subject string, at time.Time, jd *jobData, data any) ([]byte, error) {
 	b = append(b, `{"specversion":`...)
 	b = ojs.AppendString(b, SpecVersion)
 	b = append(b, `,"id":"`+IDPrefix...)
-	b = appendUUID(b, id)
+	b = id.Append(b)
 	b = append(b, `","type":`...)
 	b = ojs.AppendString(b, eventType)
 	b = append(b, `,"source":`...)

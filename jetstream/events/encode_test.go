@@ -3,7 +3,6 @@ package events
 import (
 	"bytes"
 	"cmp"
-	"encoding/binary"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/jetgate/jetgate/admission/ojs"
+	"github.com/jetgate/jetgate/admission/ojs/uuidv7"
 )
 
 // envelope is the event envelope as it was encoded before the
@@ -32,7 +32,7 @@ type envelope struct {
 
 // referenceEnvelope encodes an event as publish did before the
 // hand-written encoder.
-func referenceEnvelope(id [16]byte, eventType, source, subject string, at time.Time, data any) ([]byte, error) {
+func referenceEnvelope(id uuidv7.UUID, eventType, source, subject string, at time.Time, data any) ([]byte, error) {
 	return json.Marshal(envelope{
 		SpecVersion:     SpecVersion,
 		ID:              IDPrefix + uuid.UUID(id).String(),
@@ -77,7 +77,7 @@ func referencePublishJob(p *Publisher, eventType string, job *ojs.Job) {
 		p.drop(eventType, job.ID, "event id", err)
 		return
 	}
-	b, err := referenceEnvelope(id, eventType, p.cfg.Source, job.ID, p.cfg.Now(), d)
+	b, err := referenceEnvelope(uuidv7.UUID(id), eventType, p.cfg.Source, job.ID, p.cfg.Now(), d)
 	if err != nil {
 		p.drop(eventType, job.ID, "encode", err)
 		return
@@ -102,7 +102,7 @@ type encodeCase struct {
 }
 
 var (
-	testEventID = [16]byte{0x01, 0x93, 0x5f, 0x2a, 0x00, 0x01, 0x7a, 0xbc, 0x80, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77}
+	testEventID = uuidv7.UUID{0x01, 0x93, 0x5f, 0x2a, 0x00, 0x01, 0x7a, 0xbc, 0x80, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77}
 	testNow     = time.Date(2026, 11, 25, 12, 0, 0, 123_456_789, time.FixedZone("x", 3600))
 	// oddStrings need escaping: HTML characters, quotes, control
 	// characters, U+2028 and U+2029, invalid UTF-8, and non-ASCII text.
@@ -229,7 +229,7 @@ func mustJSON(t testing.TB, v any) json.RawMessage {
 
 // encodeBoth encodes a job event with the encoder and with the
 // reference.
-func encodeBoth(p *Publisher, c encodeCase, id [16]byte, at time.Time) (got, want []byte, gotErr, wantErr error) {
+func encodeBoth(p *Publisher, c encodeCase, id uuidv7.UUID, at time.Time) (got, want []byte, gotErr, wantErr error) {
 	var d jobData
 	p.fillJobData(&d, c.eventType, c.job)
 	var ref any = &d
@@ -272,7 +272,7 @@ func testPublisher(source string) *Publisher {
 func TestEncodeMatchesReflection(t *testing.T) {
 	t.Parallel()
 	corpus := encodeCorpus(t)
-	ids := [][16]byte{testEventID, {}, {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f, 0xff, 0xbf, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}}
+	ids := []uuidv7.UUID{testEventID, {}, {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f, 0xff, 0xbf, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}}
 	times := []time.Time{testNow, {}, time.Unix(0, 0), time.Date(9999, 12, 31, 23, 59, 59, 999_999_999, time.UTC), time.Date(-5, 1, 1, 0, 0, 0, 1, time.UTC)}
 	sources := append([]string{testSource}, oddStrings...)
 	for i, c := range corpus {
@@ -324,50 +324,11 @@ func TestPublishJobMatchesReflection(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: id %q: %v", c.name, ev.ID, err)
 		}
-		_, want, _, _ := encodeBoth(p, c, id, testNow)
+		_, want, _, _ := encodeBoth(p, c, uuidv7.UUID(id), testNow)
 		checkSame(t, c.eventType+" "+c.name, m.Data, want, nil, nil)
 	}
 	if st := p.Stats(); st.Published != uint64(published) {
 		t.Errorf("stats = %+v, want %d published", st, published)
-	}
-}
-
-// Event ids are "evt_" and a UUIDv7 (version 7, variant 10) of the
-// current millisecond, strictly increasing, also across goroutines.
-func TestEventIDs(t *testing.T) {
-	t.Parallel()
-	var g idGen
-	const goroutines, each = 4, 2000
-	out := make(chan [][16]byte)
-	before := time.Now().UnixMilli()
-	for range goroutines {
-		go func() {
-			ids := make([][16]byte, each)
-			for i := range ids {
-				ids[i] = g.next()
-			}
-			out <- ids
-		}()
-	}
-	seen := make(map[[16]byte]bool, goroutines*each)
-	for range goroutines {
-		ids := <-out
-		for i, u := range ids {
-			if i > 0 && bytes.Compare(u[:], ids[i-1][:]) <= 0 {
-				t.Fatalf("id %x not after %x", u, ids[i-1])
-			}
-			if seen[u] {
-				t.Fatalf("id %x twice", u)
-			}
-			seen[u] = true
-			parsed, err := uuid.Parse(string(appendUUID(nil, &u)))
-			if err != nil || parsed != uuid.UUID(u) || parsed.Version() != 7 || parsed.Variant() != uuid.RFC4122 {
-				t.Fatalf("id %x: parsed %v version %v variant %v err %v", u, parsed, parsed.Version(), parsed.Variant(), err)
-			}
-			if ms := int64(binary.BigEndian.Uint64(u[:8]) >> 16); ms < before || ms > time.Now().UnixMilli()+1000 {
-				t.Fatalf("id %s has time %d ms, now is %d ms", parsed, ms, before)
-			}
-		}
 	}
 }
 

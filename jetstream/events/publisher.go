@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetgate/jetgate/admission/ojs"
+	"github.com/jetgate/jetgate/admission/ojs/uuidv7"
 	"github.com/jetgate/jetgate/jetstream/topology"
 )
 
@@ -144,7 +145,7 @@ type Publisher struct {
 	js  jetstream.JetStream
 	cfg Config
 	cap *capture // nil with Config.Stream
-	ids idGen
+	ids uuidv7.Gen
 
 	published atomic.Uint64
 	unheard   atomic.Uint64
@@ -264,7 +265,7 @@ func (p *Publisher) publish(eventType, subject string, jd *jobData, data any, tr
 
 // send is publish once heard said someone listens.
 func (p *Publisher) send(eventType, subject string, jd *jobData, data any, traceparent string) {
-	id := p.ids.next()
+	id := p.ids.Next()
 	// The buffer goes back as soon as PublishMsg returns: nats.go copies
 	// the payload before that (nats.go v1.55.0, nats.go: (*Conn).publish
 	// hands data to nc.bw.appendBufs under nc.mu, and
