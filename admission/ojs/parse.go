@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/jetgate/jetgate/admission/ojs/internal/jsonscan"
 )
 
 // Limits of the enqueue parser.
@@ -622,7 +624,10 @@ func decodeObject(raw []byte, prefix string) (o object, err error) {
 	raw = bytes.TrimLeft(raw, " \t\r\n")
 	o.prefix = prefix
 	if len(raw) > 0 && raw[0] == '{' {
-		err = json.Unmarshal(raw, &o.m)
+		var ok bool
+		if o.m, ok = jsonscan.Object(raw); !ok {
+			err = json.Unmarshal(raw, &o.m)
+		}
 	} else {
 		err = json.Unmarshal(raw, new(json.RawMessage)) // valid JSON of another kind?
 	}

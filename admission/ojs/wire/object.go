@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/jetgate/jetgate/admission/ojs"
+	"github.com/jetgate/jetgate/admission/ojs/internal/jsonscan"
 )
 
 // Limits of request fields that the bindings leave open.
@@ -32,7 +33,7 @@ func ParseObject(b []byte) (Object, error) {
 	if len(bytes.TrimSpace(b)) == 0 {
 		return Object{}, nil
 	}
-	if o, ok := scanObject(b); ok {
+	if o, ok := jsonscan.Object(b); ok {
 		return o, nil
 	}
 	var o Object
@@ -82,7 +83,7 @@ func (o Object) Str(name string, required bool) (string, error) {
 		}
 		return "", nil
 	}
-	s, ok := plainString(raw)
+	s, ok := jsonscan.PlainString(raw)
 	if !ok {
 		var v string
 		if err := json.Unmarshal(raw, &v); err != nil {
@@ -141,7 +142,7 @@ func (o Object) Strings(name string) (list []string, ok bool, err error) {
 }
 
 func StringArray(name string, raw json.RawMessage) ([]string, bool, error) {
-	if list, ok := plainStrings(raw); ok {
+	if list, ok := jsonscan.PlainStrings(raw); ok {
 		return list, true, nil
 	}
 	var items []json.RawMessage

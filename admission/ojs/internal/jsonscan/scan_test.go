@@ -1,4 +1,4 @@
-package wire
+package jsonscan
 
 import (
 	"encoding/json"
@@ -46,11 +46,11 @@ func TestScanMatchesEncodingJSON(t *testing.T) {
 		t.Errorf("only %d of %d inputs scanned: the comparison hardly covers the scanner", scanned, len(inputs))
 	}
 	for _, in := range scanSeeds[:3] {
-		if _, ok := scanObject([]byte(in)); !ok {
+		if _, ok := Object([]byte(in)); !ok {
 			t.Errorf("%s: not scanned", in)
 		}
 	}
-	if list, ok := plainStrings([]byte(`["email","default"]`)); !ok || len(list) != 2 {
+	if list, ok := PlainStrings([]byte(`["email","default"]`)); !ok || len(list) != 2 {
 		t.Errorf("plainStrings: %q %v", list, ok)
 	}
 }
@@ -68,9 +68,9 @@ func FuzzScanObject(f *testing.F) {
 // scanObject read b.
 func checkScan(t *testing.T, b []byte) bool {
 	t.Helper()
-	var want Object
+	var want map[string]json.RawMessage
 	wantErr := json.Unmarshal(b, &want)
-	got, ok := scanObject(b)
+	got, ok := Object(b)
 	if ok && (wantErr != nil || want == nil || !reflect.DeepEqual(got, want)) {
 		t.Fatalf("%q: scanned %q, encoding/json %q %v", b, got, want, wantErr)
 	}
@@ -101,13 +101,13 @@ func checkScan(t *testing.T, b []byte) bool {
 		}
 	}
 	for _, v := range values {
-		if s, ok := plainString(v); ok {
+		if s, ok := PlainString(v); ok {
 			var w string
 			if err := json.Unmarshal(v, &w); err != nil || s != w {
 				t.Fatalf("%q: plainString %q, encoding/json %q %v", v, s, w, err)
 			}
 		}
-		if list, ok := plainStrings(v); ok {
+		if list, ok := PlainStrings(v); ok {
 			w, err := stringArrayJSON(v)
 			if err != nil || !reflect.DeepEqual(list, w) {
 				t.Fatalf("%q: plainStrings %q, encoding/json %q %v", v, list, w, err)
@@ -117,7 +117,7 @@ func checkScan(t *testing.T, b []byte) bool {
 	return ok
 }
 
-// stringArrayJSON is StringArray without its fast path.
+// stringArrayJSON is wire.StringArray without its fast path.
 func stringArrayJSON(raw []byte) ([]string, error) {
 	var items []json.RawMessage
 	if err := json.Unmarshal(raw, &items); err != nil {
@@ -199,29 +199,4 @@ func randomValue(r *rand.Rand, depth int) string {
 		return "{" + strings.Join(parts, ",") + "}"
 	}
 	return `"q"`
-}
-
-// BenchmarkDecodeWorkerBodies decodes the bodies of the worker requests on
-// every job's path, as the HTTP and NATS bindings receive them.
-//
-//	go test -run '^$' -bench DecodeWorkerBodies -benchmem ./admission/ojs/wire
-func BenchmarkDecodeWorkerBodies(b *testing.B) {
-	ack := []byte(`{"job_id":"019414d4-8b2e-7c3a-b5d1-f0e2a3b4c5d6","result":{"ok":true}}`)
-	fetch := []byte(`{"queues":["email"],"count":10,"worker_id":"worker-1"}`)
-	b.Run("ack", func(b *testing.B) {
-		b.ReportAllocs()
-		for range b.N {
-			if _, err := DecodeAck(ack); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("fetch", func(b *testing.B) {
-		b.ReportAllocs()
-		for range b.N {
-			if _, err := DecodeFetch(fetch, 1000); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
 }

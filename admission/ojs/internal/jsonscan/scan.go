@@ -1,23 +1,25 @@
-package wire
+// Package jsonscan reads the common shapes of JSON request bodies without
+// encoding/json's reflection, giving the same results. Every worker
+// request (fetch, ack, nack, heartbeat) and every enqueued job is read as
+// an object of raw members first, so this is on the path of every job.
+// encoding/json builds such an object by reflection, copying each value
+// into a RawMessage of its own, and reads each string field with a decoder
+// of its own: most of the allocations of a request's decoding
+// (BenchmarkDecodeWorkerBodies in admission/ojs/wire, BenchmarkParseJob in
+// admission/ojs). The scanners here read the common shapes directly;
+// anything they do not handle (invalid JSON, keys or strings with escapes
+// or non-ASCII bytes, a body that is not an object) is left to
+// encoding/json by the caller, so results and errors stay encoding/json's.
+// TestScanMatchesEncodingJSON and FuzzScanObject compare the two.
+package jsonscan
 
 import (
 	"bytes"
 	"encoding/json"
 )
 
-// Every worker request (fetch, ack, nack, heartbeat) is read as an Object,
-// so reading a body is on the path of every job. encoding/json builds an
-// Object by reflection, copying each value into a RawMessage of its own,
-// and reads each string field with a decoder of its own: most of the
-// allocations of a request's decoding (BenchmarkWorkerPath). The scanners
-// here read the common shapes directly and give the same results; anything
-// they do not handle (invalid JSON, keys or strings with escapes or
-// non-ASCII bytes, a body that is not an Object) goes to encoding/json, so
-// results and errors stay encoding/json's. TestScanMatchesEncodingJSON and
-// FuzzScanObject compare the two.
-
-// scanObject reads b, a JSON Object, as encoding/json reads it into an
-// Object, a repeated key keeping its last value. ok is false when b is not
+// Object reads b, a JSON object, as encoding/json reads it into a
+// map[string]json.RawMessage, a repeated key keeping its last value. ok is false when b is not
 // valid JSON, not an Object, or has a key that is not plain printable
 // ASCII; the caller then decodes b with encoding/json.
 //
@@ -26,7 +28,7 @@ import (
 // that holds the array itself): the values are sub-slices of one copy of
 // b, each capped at its own end, so a write through one of them reaches
 // neither b nor another value.
-func scanObject(b []byte) (o Object, ok bool) {
+func Object(b []byte) (o map[string]json.RawMessage, ok bool) {
 	if !json.Valid(b) {
 		return nil, false
 	}
@@ -36,7 +38,7 @@ func scanObject(b []byte) (o Object, ok bool) {
 		return nil, false
 	}
 	b = bytes.Clone(b)
-	o = make(Object, 4)
+	o = make(map[string]json.RawMessage, 4)
 	i = skipSpace(b, i+1)
 	if b[i] == '}' {
 		return o, true
@@ -61,7 +63,7 @@ func scanObject(b []byte) (o Object, ok bool) {
 }
 
 // keyString is string(key), without allocating for the fields of the
-// worker requests.
+// worker requests and the common ones of a job.
 func keyString(key []byte) string {
 	switch string(key) {
 	case "job_id":
@@ -86,6 +88,37 @@ func keyString(key []byte) string {
 		return "active_job_ids"
 	case "state":
 		return "state"
+	// The members of an enqueued job that the official SDKs send.
+	case "type":
+		return "type"
+	case "args":
+		return "args"
+	case "meta":
+		return "meta"
+	case "options":
+		return "options"
+	case "queue":
+		return "queue"
+	case "priority":
+		return "priority"
+	case "id":
+		return "id"
+	case "specversion":
+		return "specversion"
+	case "retry":
+		return "retry"
+	case "tags":
+		return "tags"
+	case "unique":
+		return "unique"
+	case "timeout_ms":
+		return "timeout_ms"
+	case "delay_until":
+		return "delay_until"
+	case "scheduled_at":
+		return "scheduled_at"
+	case "max_attempts":
+		return "max_attempts"
 	}
 	return string(key)
 }
@@ -159,10 +192,10 @@ func valueEnd(b []byte, i int) int {
 	return j
 }
 
-// plainString returns the value of raw when raw is exactly a JSON string
+// PlainString returns the value of raw when raw is exactly a JSON string
 // of printable ASCII without escapes (so the value is the text between the
 // quotes, as encoding/json would decode it); ok is false otherwise.
-func plainString(raw []byte) (s string, ok bool) {
+func PlainString(raw []byte) (s string, ok bool) {
 	if len(raw) < 2 || raw[0] != '"' {
 		return "", false
 	}
@@ -173,11 +206,11 @@ func plainString(raw []byte) (s string, ok bool) {
 	return string(raw[1 : end-1]), true
 }
 
-// plainStrings reads raw when it is exactly a JSON array of non-empty plain
-// strings (see plainString), with no whitespace around the array: the
+// PlainStrings reads raw when it is exactly a JSON array of non-empty plain
+// strings (see PlainString), with no whitespace around the array: the
 // common "queues" of a fetch. ok is false otherwise, and for anything
-// StringArray would refuse.
-func plainStrings(raw []byte) (list []string, ok bool) {
+// wire.StringArray would refuse.
+func PlainStrings(raw []byte) (list []string, ok bool) {
 	if len(raw) < 2 || raw[0] != '[' {
 		return nil, false
 	}
