@@ -29,6 +29,18 @@ const (
 	maxRequestIDLen = 128
 )
 
+// Header keys in net/http's canonical spelling, so that reading or
+// setting them does not canonicalize (allocate) on every request, and the
+// values every response carries, shared by all responses: net/http only
+// reads them, and a later Header.Add appends to a copy, as each has no
+// spare capacity.
+var (
+	keyVersion     = http.CanonicalHeaderKey(headerVersion)
+	keyContentType = http.CanonicalHeaderKey("Content-Type")
+	valueVersion   = []string{ProtocolVersion}
+	valueMediaType = []string{MediaType}
+)
+
 type requestIDKey struct{}
 
 // requestID returns the request id the middleware stored in ctx.
@@ -48,8 +60,9 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		id = newRequestID()
 	}
 	r = r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id))
-	w.Header().Set(headerVersion, ProtocolVersion)
-	w.Header().Set(headerRequestID, id)
+	h := w.Header()
+	h[keyVersion] = valueVersion
+	h[headerRequestID] = []string{id}
 	rec := &recorder{ResponseWriter: w}
 	defer s.logRequest(rec, r, start)
 	defer s.recoverPanic(rec, r)
@@ -65,6 +78,9 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) logRequest(rec *recorder, r *http.Request, start time.Time) {
+	if !s.log.Enabled(r.Context(), slog.LevelDebug) {
+		return
+	}
 	s.log.LogAttrs(r.Context(), slog.LevelDebug, "http request",
 		slog.String("method", r.Method),
 		slog.String("path", r.URL.Path),
@@ -121,7 +137,7 @@ const manifestPath = "/ojs/manifest"
 // checkRequest applies the checks every request passes before routing.
 func checkRequest(r *http.Request) error {
 	if r.URL.Path != manifestPath {
-		if err := checkVersion(r.Header.Get(headerVersion)); err != nil {
+		if err := checkVersion(r.Header.Get(keyVersion)); err != nil {
 			return err
 		}
 	}
@@ -159,8 +175,8 @@ func checkContentType(r *http.Request) error {
 	if r.ContentLength == 0 || (r.Method != http.MethodPost && r.Method != http.MethodPut && r.Method != http.MethodPatch) {
 		return nil
 	}
-	ct := r.Header.Get("Content-Type")
-	if ct == "" {
+	ct := r.Header.Get(keyContentType)
+	if ct == "" || ct == MediaType || ct == "application/json" {
 		return nil
 	}
 	mt, _, err := mime.ParseMediaType(ct)

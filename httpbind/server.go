@@ -215,7 +215,7 @@ func (s *server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v
 // media type. w copies b: net/http's ResponseWriter keeps no reference to
 // the slice it is given, so a pooled b may go back once writeBody returns.
 func writeBody(w http.ResponseWriter, status int, b []byte) {
-	w.Header().Set("Content-Type", MediaType)
+	w.Header()[keyContentType] = valueMediaType
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
 }
