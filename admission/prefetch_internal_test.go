@@ -123,8 +123,9 @@ func argOf(t *testing.T, j *ojs.Job) int {
 }
 
 // PRI-004 (oldest first within a priority): a fetch covered by messages
-// pulled ahead takes them without a pull, and the jobs come in enqueue
-// order all the same.
+// pulled ahead takes them without a pull; the fetch that leaves fewer than
+// half the target ahead starts a refill in the background, which pulls the
+// target back; and the jobs come in enqueue order all the same.
 func TestPullAheadServesTheNextFetchWithoutAPull_PRI004(t *testing.T) {
 	t.Parallel()
 	ctx := minuteCtx(t)
@@ -135,25 +136,38 @@ func TestPullAheadServesTheNextFetchWithoutAPull_PRI004(t *testing.T) {
 		for _, j := range fetchN(t, ctx, s, "q", n) {
 			got = append(got, argOf(t, j))
 		}
+		s.puller("q").refills.Wait()
 	}
 	take(5) // the first pull takes what it needs: no backlog seen yet
 	if n := aheadOf(s, "q"); n != 0 {
 		t.Fatalf("after the first fetch %d messages are held ahead, want 0", n)
 	}
 	take(5) // the queue had all the first pull asked: this one takes two fetches more
-	if n := aheadOf(s, "q"); n != aheadFetches*5 {
-		t.Fatalf("after the second fetch %d messages are held ahead, want %d", n, aheadFetches*5)
+	const target = aheadFetches * 5
+	if n := aheadOf(s, "q"); n != target {
+		t.Fatalf("after the second fetch %d messages are held ahead, want %d", n, target)
 	}
 	before := delivered(t, ctx, s, "q", 5)
-	take(5)
-	take(5)
+	take(5) // half the target is left: no refill
 	if after := delivered(t, ctx, s, "q", 5); after != before {
-		t.Fatalf("fetches covered by the messages pulled ahead pulled %d more", after-before)
+		t.Fatalf("a fetch covered by the messages pulled ahead, leaving half of them, pulled %d more", after-before)
 	}
+	take(5) // none left: a refill pulls the target
+	if after := delivered(t, ctx, s, "q", 5); after != before+target {
+		t.Fatalf("the refill after the fetch that took the last message ahead pulled %d, want %d", after-before, target)
+	}
+	if n := aheadOf(s, "q"); n != target {
+		t.Fatalf("after the refill %d messages are held ahead, want %d", n, target)
+	}
+	take(5)
+	take(5)
 	for i, a := range got {
 		if a != i {
 			t.Fatalf("jobs came in the order %v, want enqueue order", got)
 		}
+	}
+	if len(got) != 30 {
+		t.Fatalf("fetched %d jobs, want 30", len(got))
 	}
 }
 

@@ -39,6 +39,10 @@ type puller struct {
 	pulledAll bool
 	sweep     *time.Timer
 	sweeps    sync.WaitGroup
+	// target is how many messages to keep ahead; a fetch that leaves
+	// fewer than half of it starts a refill, which refills counts.
+	target  int
+	refills sync.WaitGroup
 }
 
 // maxPull bounds the messages asked for in one pull.
@@ -67,8 +71,16 @@ func (s *Service) puller(queue string) *puller {
 // their turns at the limits (claimorder.go): each turn must pass once its
 // message is claimed or put back.
 func (p *puller) take(ctx context.Context, want int) ([]jetstream.Msg, []*claimTurn, error) {
-	w := &pullWaiter{want: want, wake: make(chan struct{}, 1)}
 	p.mu.Lock()
+	if msgs, turns, ok := p.takeReadyLocked(want, time.Now()); ok {
+		refill := p.refillDueLocked()
+		p.mu.Unlock()
+		if refill {
+			go p.refill()
+		}
+		return msgs, turns, nil
+	}
+	w := &pullWaiter{want: want, wake: make(chan struct{}, 1)}
 	p.waiting = append(p.waiting, w)
 	lead := !p.busy
 	p.busy = true
@@ -90,11 +102,14 @@ func (p *puller) take(ctx context.Context, want int) ([]jetstream.Msg, []*claimT
 // run pulls for the waiting fetches, oldest first, until self is served,
 // then hands the lead to the oldest fetch still waiting, if any. Pulls
 // never wait for messages to arrive, so a waiter is answered within one
-// round trip of the pull that serves it.
+// round trip of the pull that serves it. A refill runs with self nil: one
+// round, which serves the fetches waiting by then and pulls ahead
+// (prefetch.go), then the lead goes on as after a served fetch.
 func (p *puller) run(ctx context.Context, self *pullWaiter) {
+	refilled := false
 	for {
 		p.mu.Lock()
-		if self.served {
+		if self == nil && refilled || self != nil && self.served {
 			if len(p.waiting) == 0 {
 				p.busy = false
 			} else {
@@ -120,14 +135,14 @@ func (p *puller) run(ctx context.Context, self *pullWaiter) {
 		msgs, stale := p.takeAheadLocked(total, time.Now())
 		need := total - len(msgs)
 		extra, prio := 0, 0
-		if need > 0 {
-			extra, prio = p.aheadWanted(total)
+		if need > 0 || self == nil {
+			extra, prio = p.aheadWanted(total, need > 0)
 		}
 		p.mu.Unlock()
 		p.s.putBack(stale)
 		var err error
 		var pulled []jetstream.Msg
-		if need > 0 {
+		if need+extra > 0 {
 			// The pull is not cancelled with the leading request: it
 			// serves other requests too. Every JetStream call in it has a
 			// timeout.
@@ -135,9 +150,10 @@ func (p *puller) run(ctx context.Context, self *pullWaiter) {
 			msgs = append(msgs, pulled...)
 		}
 		p.mu.Lock()
-		if need > 0 {
+		if need+extra > 0 {
 			p.pulledAll = err == nil && len(pulled) == need+extra
 		}
+		refilled = true
 		var surplus []jetstream.Msg
 		if len(msgs) > total {
 			msgs, surplus = msgs[:total:total], msgs[total:]
