@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -36,6 +38,7 @@ var (
 	flagJobs      = flag.Int("bench.jobs", envInt("BENCH_JOBS", 20_000), "jobs per path in BenchmarkRatio (env BENCH_JOBS)")
 	flagInProcess = flag.Bool("bench.in-process-workers", false, "run BenchmarkDrainHTTP's worker in the test process, for one CPU profile of both")
 	flagTimeout   = flag.Duration("bench.timeout", envDuration("BENCH_TIMEOUT", 5*time.Minute), "give up on one path run after this long (env BENCH_TIMEOUT)")
+	flagRate      = flag.Int("bench.rate", envInt("BENCH_RATE", 2800), "jobs/s that BenchmarkLatencyAtRate enqueues (env BENCH_RATE)")
 )
 
 func envInt(name string, def int) int {
@@ -229,4 +232,36 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// BenchmarkLatencyAtRate times each job from its enqueue to its worker
+// receiving it, Go API, at one fixed rate (-bench.rate, 2800 jobs/s by
+// default: about half of what the Go round trip reached at 8 workers on the
+// development VM before issue 17's refill of pulled-ahead messages). The
+// latency scenario of jetgate bench paces each build at half its own
+// maximum, so a build that got faster is timed under more load; this
+// compares builds under the same load. Each iteration is a 5 s run.
+//
+//	go test -run '^$' -bench LatencyAtRate -benchtime 4x -bench.workers 8 ./bench
+func BenchmarkLatencyAtRate(b *testing.B) {
+	e := startEnv(b)
+	ctx, cancel := context.WithTimeout(context.Background(), *flagTimeout)
+	defer cancel()
+	var p50s, p99s, rates []float64
+	for i := 0; i < b.N; i++ {
+		sh := defaultShape(0)
+		sh.Duration, sh.Rate, sh.Timing = 5*time.Second, float64(*flagRate), true
+		s, err := e.GoRoundTrip(ctx, sh, fmt.Sprintf("bench-lat-rate-%d", i), nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Logf("run %d: %.0f jobs/s, p50 %.3f ms, p99 %.3f ms", i, s.Metrics[jobsPerSec.Name], s.Metrics[p50.Name], s.Metrics[p99.Name])
+		p50s, p99s, rates = append(p50s, s.Metrics[p50.Name]), append(p99s, s.Metrics[p99.Name]), append(rates, s.Metrics[jobsPerSec.Name])
+	}
+	for _, xs := range [][]float64{rates, p50s, p99s} {
+		slices.Sort(xs)
+	}
+	b.ReportMetric(quantile(rates, 0.5), "jobs/s")
+	b.ReportMetric(quantile(p50s, 0.5), "p50_ms")
+	b.ReportMetric(quantile(p99s, 0.5), "p99_ms")
 }
