@@ -171,6 +171,50 @@ func TestPullAheadServesTheNextFetchWithoutAPull_PRI004(t *testing.T) {
 	}
 }
 
+// The target of messages kept ahead follows the fetches: it doubles (to
+// at least two fetches' worth) when a fetch of a queue with a backlog finds
+// too few messages ahead, and halves when messages pulled ahead waited
+// aheadFor untaken and the sweep put them back.
+func TestPullAheadTargetFollowsTheFetches(t *testing.T) {
+	t.Parallel()
+	ctx := minuteCtx(t)
+	srv := natstest.RunServer(t)
+	state := func(s *Service) (target, ahead int) {
+		p := s.puller("q")
+		p.refills.Wait()
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.target, len(p.ahead)
+	}
+
+	grow, _ := startedService(t, ctx, srv, heldLong)
+	enqueueN(t, ctx, grow, "q", 5, 0, 100)
+	fetchN(t, ctx, grow, "q", 5)
+	fetchN(t, ctx, grow, "q", 5)
+	if target, ahead := state(grow); target != 10 || ahead != 10 {
+		t.Fatalf("after two fetches of 5: target %d, %d ahead; want 10 and 10", target, ahead)
+	}
+	fetchN(t, ctx, grow, "q", 15) // finds 10 of 15 ahead
+	if target, ahead := state(grow); target != 30 || ahead != 30 {
+		t.Fatalf("after a fetch of 15 found 10 ahead: target %d, %d ahead; want 30 and 30", target, ahead)
+	}
+
+	shrink, _ := startedService(t, ctx, natstest.RunServer(t), Config{aheadFor: 100 * time.Millisecond})
+	enqueueN(t, ctx, shrink, "q", 5, 0, 100)
+	fetchN(t, ctx, shrink, "q", 5)
+	fetchN(t, ctx, shrink, "q", 5)
+	deadline := time.Now().Add(20 * time.Second)
+	for _, ahead := state(shrink); ahead > 0; _, ahead = state(shrink) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d messages still ahead 20 s after the fetches (aheadFor 100 ms)", ahead)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if target, _ := state(shrink); target != 5 {
+		t.Fatalf("after the sweep put back the 10 messages ahead: target %d, want 5", target)
+	}
+}
+
 // PRI-003: a job of a more urgent level goes first, though messages of
 // the queue's one level were pulled ahead; those are put back, and every
 // job is still fetched exactly once.
