@@ -2,7 +2,6 @@ package admission
 
 import (
 	"context"
-	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -91,8 +90,15 @@ func (p *puller) takeAheadLocked(want int, now time.Time) (msgs, stale []jetstre
 		return nil, nil
 	}
 	prio, ok := p.mayPullAhead()
-	stale = p.dropLocked(func(a aheadMsg) bool { return !ok || a.prio != prio || now.Sub(a.since) > p.s.cfg.aheadFor })
+	stale = p.dropLocked(func(a aheadMsg) bool { return !ok || !p.handable(a, prio, now) })
 	return p.popAheadLocked(want), stale
+}
+
+// handable reports whether a message pulled ahead may still be handed
+// out, the queue's one level being prio: it is of that level and has not
+// waited longer than aheadFor.
+func (p *puller) handable(a aheadMsg, prio int, now time.Time) bool {
+	return a.prio == prio && now.Sub(a.since) <= p.s.cfg.aheadFor
 }
 
 // popAheadLocked takes up to n of the messages pulled ahead, oldest first.
@@ -154,7 +160,7 @@ func (p *puller) aheadWanted(total int, short bool) (extra, prio int) {
 // fetch then waits its turn as before, and the pull round drops what may
 // no longer be handed out. p.mu is held.
 func (p *puller) takeReadyLocked(want int, now time.Time) (msgs []jetstream.Msg, turns []*claimTurn, ok bool) {
-	if want <= 0 || len(p.waiting) > 0 || len(p.ahead) < want || now.Sub(p.ahead[0].since) > p.s.cfg.aheadFor {
+	if want <= 0 || len(p.waiting) > 0 || len(p.ahead) < want {
 		return nil, nil, false
 	}
 	prio, may := p.mayPullAhead()
@@ -162,14 +168,11 @@ func (p *puller) takeReadyLocked(want int, now time.Time) (msgs []jetstream.Msg,
 		return nil, nil, false
 	}
 	for _, a := range p.ahead[:want] {
-		if a.prio != prio {
+		if !p.handable(a, prio, now) {
 			return nil, nil, false
 		}
 	}
-	msgs = p.popAheadLocked(want)
-	order := newClaimOrder(len(msgs), slices.Clone(p.claiming), p.retire)
-	p.claiming = append(p.claiming, order)
-	return msgs, order.turns, true
+	return p.popAheadLocked(want), p.turnsLocked(want), true
 }
 
 // refillDueLocked reports whether the fetch that just took messages ahead

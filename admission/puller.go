@@ -163,13 +163,8 @@ func (p *puller) run(ctx context.Context, self *pullWaiter) {
 			}
 		}
 		// The claims of all the fetches served take their turns at the
-		// limits in the order of the pull, after those of earlier pulls
-		// still being claimed (claimorder.go).
-		order := newClaimOrder(len(msgs), slices.Clone(p.claiming), p.retire)
-		if len(msgs) > 0 {
-			p.claiming = append(p.claiming, order)
-		}
-		turns := order.turns
+		// limits in the order of the pull.
+		turns := p.turnsLocked(len(msgs))
 		for _, w := range batch {
 			n := min(w.want, len(msgs))
 			w.msgs, msgs = msgs[:n:n], msgs[n:]
@@ -187,6 +182,17 @@ func (p *puller) run(ctx context.Context, self *pullWaiter) {
 		nakAll(msgs)
 		passAll(turns)
 	}
+}
+
+// turnsLocked returns the turns at the limits of n messages handed out
+// now, in their order, after those of earlier hand-outs still being
+// claimed (claimorder.go). p.mu is held.
+func (p *puller) turnsLocked(n int) []*claimTurn {
+	order := newClaimOrder(n, slices.Clone(p.claiming), p.retire)
+	if n > 0 {
+		p.claiming = append(p.claiming, order)
+	}
+	return order.turns
 }
 
 // retire forgets a claim order whose turns all passed.
