@@ -100,7 +100,7 @@ var decodeBackpressure = wire.DecodeBackpressure
 // header (seconds, fractions allowed) and a pressure report for the
 // response headers.
 func enqueueContext(r *http.Request) (context.Context, *ojs.PressureReport, error) {
-	return wire.EnqueueContext(r.Context(), r.Header.Get(HeaderBlockTimeout))
+	return wire.EnqueueContext(r.Context(), r.Header.Get(keyBlockTimeout))
 }
 
 // writePressure sets the X-OJS-Queue-* headers of the most pressed

@@ -35,10 +35,11 @@ const (
 // reads them, and a later Header.Add appends to a copy, as each has no
 // spare capacity.
 var (
-	keyVersion     = http.CanonicalHeaderKey(headerVersion)
-	keyContentType = http.CanonicalHeaderKey("Content-Type")
-	valueVersion   = []string{ProtocolVersion}
-	valueMediaType = []string{MediaType}
+	keyVersion      = http.CanonicalHeaderKey(headerVersion)
+	keyContentType  = http.CanonicalHeaderKey("Content-Type")
+	keyBlockTimeout = http.CanonicalHeaderKey(HeaderBlockTimeout)
+	valueVersion    = []string{ProtocolVersion}
+	valueMediaType  = []string{MediaType}
 )
 
 type requestIDKey struct{}
