@@ -400,11 +400,7 @@ func TestBackpressureBlockDeadTicketExpires_BPR002(t *testing.T) {
 		t.Fatalf("first blocked enqueue: %v", err)
 	}
 	deadline := time.Now().Add(300 * time.Millisecond)
-	m := nats.NewMsg(topology.BlockedSubject("dead"))
-	m.Header.Set("Ojs-Ticket-Deadline", fmt.Sprint(deadline.UnixNano()))
-	if _, err := b.js.PublishMsg(ctx, m); err != nil {
-		t.Fatal(err)
-	}
+	deadTicket(t, b, "dead", deadline)
 	fetch1(t, b, "dead") // room for one
 	start := time.Now()
 	if _, err := tryBlock(ctx, b, 20*time.Second); err != nil {
@@ -433,11 +429,7 @@ func TestBackpressureBlockFastPathKeepsTheLine_BPR002(t *testing.T) {
 	if !p1.svc.LineClear("fast") {
 		t.Fatal("the line read empty at the first enqueue is not remembered")
 	}
-	m := nats.NewMsg(topology.BlockedSubject("fast"))
-	m.Header.Set("Ojs-Ticket-Deadline", fmt.Sprint(time.Now().Add(time.Minute).UnixNano()))
-	if _, err := p0.js.PublishMsg(ctx, m); err != nil {
-		t.Fatal(err)
-	}
+	deadTicket(t, p0, "fast", time.Now().Add(time.Minute))
 	eventually(t, 10*time.Second, "the ticket seen", func() bool { return !p1.svc.LineClear("fast") })
 	_, err := p1.svc.Enqueue(ojs.WithBlockTimeout(ctx, 300*time.Millisecond),
 		mustParse(t, `{"type":"t","args":[1],"options":{"queue":"fast"}}`))
@@ -460,6 +452,18 @@ func twoProcessesBlocking(t *testing.T, queue string, maxDepth int64) (p0, p1 bu
 		return c.Source == "queue" && c.Backpressure.Strategy == ojs.StrategyBlock
 	})
 	return p0, p1
+}
+
+// deadTicket takes a place in the line of queue as a blocked producer in a
+// process that then died would leave it: a ticket with its deadline, and
+// nobody waiting on it.
+func deadTicket(t *testing.T, b bundle, queue string, deadline time.Time) {
+	t.Helper()
+	m := nats.NewMsg(topology.BlockedSubject(queue))
+	m.Header.Set(admission.HeaderTicketDeadline, fmt.Sprint(deadline.UnixNano()))
+	if _, err := b.js.PublishMsg(testCtx(t), m); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func tryBlock(ctx context.Context, b bundle, timeout time.Duration) (*ojs.Job, error) {

@@ -11,6 +11,10 @@ import (
 // keeps its place.
 const TicketGrace = ticketGrace
 
+// HeaderTicketDeadline is the header of a blocked producer's ticket that
+// holds its deadline (Unix nanoseconds).
+const HeaderTicketDeadline = headerTicketDeadline
+
 // LineClear reports whether this process last read the line of a block
 // queue empty and has seen no ticket taken since (calm's fast path).
 func (s *Service) LineClear(queue string) bool {
