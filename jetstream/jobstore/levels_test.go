@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/goleak"
 
+	"github.com/jetgate/jetgate/jetstream/jobstore"
 	"github.com/jetgate/jetgate/jetstream/natstest"
 	"github.com/jetgate/jetgate/jetstream/topology"
 )
@@ -18,18 +19,7 @@ func TestMain(m *testing.M) {
 }
 
 // setupStore runs a server with jetgate's streams and buckets.
-func setupStore(t *testing.T) (context.Context, *nats.Conn, jetstream.JetStream, *topology.Assets) {
-	t.Helper()
-	s := natstest.RunServer(t)
-	nc, js := natstest.Connect(t, s)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	assets, err := topology.Ensure(ctx, js, topology.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ctx, nc, js, assets
-}
+var setupStore = jobstore.SetupStore
 
 // setupClusterStore is setupStore on a 3-node cluster with R3 streams.
 func setupClusterStore(t *testing.T) (context.Context, *nats.Conn, jetstream.JetStream, *topology.Assets) {

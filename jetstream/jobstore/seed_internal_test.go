@@ -3,12 +3,10 @@ package jobstore
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetgate/jetgate/admission/ojs"
-	"github.com/jetgate/jetgate/jetstream/natstest"
 	"github.com/jetgate/jetgate/jetstream/topology"
 )
 
@@ -44,13 +42,6 @@ func TestSeedStaysWhenTheRecordReadFails(t *testing.T) {
 // a context bounding the test's calls.
 func testStore(t *testing.T) (context.Context, *Store) {
 	t.Helper()
-	s := natstest.RunServer(t)
-	nc, js := natstest.Connect(t, s)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	assets, err := topology.Ensure(ctx, js, topology.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, nc, js, assets := SetupStore(t)
 	return ctx, New(nc, js, assets)
 }
