@@ -162,9 +162,9 @@ func recordMsg(id string, record []byte, rev uint64, ttl time.Duration) *nats.Ms
 // encodeRecord encodes j into a pooled buffer (ojs.GetBuffer) for Create
 // and UpdateTTL, which put it back when the publish that sends it
 // returns: nats.go copies a message's data into the connection's write
-// buffer before a request returns (natsWriter.appendBufs), and neither
-// Store.publish nor the KV API's Create keeps the message, so nothing
-// refers to the buffer after the call.
+// buffer before a request returns (natsWriter.appendBufs), and
+// Store.publish, which sends both (its retries included), keeps no
+// reference to the message, so nothing refers to the buffer after it.
 func encodeRecord(j *ojs.Job) (*[]byte, error) {
 	buf := ojs.GetBuffer()
 	b, err := j.AppendJSON(*buf)
