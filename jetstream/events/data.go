@@ -66,14 +66,18 @@ type errorData struct {
 // data fields (unique_key, cancelled_by, progress_percent ...). Like
 // Publish it never blocks on the server and never fails the caller.
 func (p *Publisher) PublishJob(eventType string, job *ojs.Job, extra map[string]any) {
-	if job == nil || !p.heard(eventType) {
+	if job == nil {
+		return
+	}
+	to, ok := p.heard(eventType)
+	if !ok {
 		return
 	}
 	var d jobData
 	p.fillJobData(&d, eventType, job)
 	_, tp := traceMeta(job.Meta)
 	if len(extra) == 0 {
-		p.send(eventType, job.ID, &d, nil, tp)
+		p.send(to, eventType, job.ID, &d, nil, tp)
 		return
 	}
 	merged, err := mergeData(&d, extra)
@@ -81,7 +85,7 @@ func (p *Publisher) PublishJob(eventType string, job *ojs.Job, extra map[string]
 		p.drop(eventType, job.ID, "encode extra", err)
 		return
 	}
-	p.send(eventType, job.ID, nil, merged, tp)
+	p.send(to, eventType, job.ID, nil, merged, tp)
 }
 
 // fillJobData fills d, a zero jobData, with the data of eventType about

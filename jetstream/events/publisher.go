@@ -258,13 +258,14 @@ func (p *Publisher) Publish(eventType, subject string, data any) {
 // publish is Publish with the W3C traceparent header of the event's job
 // ("" for none); its data is jd when not nil, else data.
 func (p *Publisher) publish(eventType, subject string, jd *jobData, data any, traceparent string) {
-	if p.heard(eventType) {
-		p.send(eventType, subject, jd, data, traceparent)
+	if to, ok := p.heard(eventType); ok {
+		p.send(to, eventType, subject, jd, data, traceparent)
 	}
 }
 
-// send is publish once heard said someone listens.
-func (p *Publisher) send(eventType, subject string, jd *jobData, data any, traceparent string) {
+// send is publish once heard said someone listens on to, the NATS
+// subject of eventType.
+func (p *Publisher) send(to, eventType, subject string, jd *jobData, data any, traceparent string) {
 	id := p.ids.Next()
 	// The buffer goes back as soon as PublishMsg returns: nats.go copies
 	// the payload before that (nats.go v1.55.0, nats.go: (*Conn).publish
@@ -279,7 +280,7 @@ func (p *Publisher) send(eventType, subject string, jd *jobData, data any, trace
 		return
 	}
 	*bp = b
-	msg := &nats.Msg{Subject: subjectOf(eventType), Data: b}
+	msg := &nats.Msg{Subject: to, Data: b}
 	if traceparent != "" {
 		msg.Header = nats.Header{"traceparent": []string{traceparent}}
 	}
@@ -290,17 +291,19 @@ func (p *Publisher) send(eventType, subject string, jd *jobData, data any, trace
 	p.published.Add(1)
 }
 
-// heard reports whether an event of eventType would reach anyone, and
-// counts it in Stats.Unheard when not. A nil Publisher hears nothing.
-func (p *Publisher) heard(eventType string) bool {
+// heard returns the NATS subject of an event of eventType and whether the
+// event would reach anyone there, counting it in Stats.Unheard when not.
+// A nil Publisher hears nothing.
+func (p *Publisher) heard(eventType string) (to string, ok bool) {
 	if p == nil {
-		return false
+		return "", false
 	}
-	if p.cfg.Listening == nil || p.cfg.Listening(subjectOf(eventType)) {
-		return true
+	to = subjectOf(eventType)
+	if p.cfg.Listening == nil || p.cfg.Listening(to) {
+		return to, true
 	}
 	p.unheard.Add(1)
-	return false
+	return "", false
 }
 
 func (p *Publisher) drop(eventType, subject, step string, err error) {
