@@ -38,6 +38,7 @@ var (
 	keyVersion      = http.CanonicalHeaderKey(headerVersion)
 	keyContentType  = http.CanonicalHeaderKey("Content-Type")
 	keyBlockTimeout = http.CanonicalHeaderKey(HeaderBlockTimeout)
+	keyTraceparent  = http.CanonicalHeaderKey("traceparent") // W3C (tracing.go)
 	valueVersion    = []string{ProtocolVersion}
 	valueMediaType  = []string{MediaType}
 )

@@ -14,10 +14,6 @@ import (
 // tracerName is the instrumentation scope of the binding's spans.
 const tracerName = "github.com/jetgate/jetgate/httpbind"
 
-// keyTraceparent is the W3C header in net/http's canonical spelling, so
-// the check below does not canonicalize it on every request.
-var keyTraceparent = http.CanonicalHeaderKey("traceparent")
-
 // traced wraps a route's handler in a server span named after the route
 // ("POST /ojs/v1/workers/fetch"), a child of the trace context the request
 // carries (traceparent header, W3C). The handler's context holds the span,
