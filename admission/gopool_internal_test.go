@@ -43,17 +43,22 @@ func TestGoPool(t *testing.T) {
 		t.Fatalf("%d goroutines after 50 more tasks one at a time, want the 20 reused", n)
 	}
 
-	// Close waits for a task in progress.
-	release := make(chan struct{})
+	// Close waits for a task in progress: the task ends only once close
+	// has begun, so a close that did not wait returns before it.
 	var finished bool
 	var mu sync.Mutex
 	p.run(func() {
-		<-release
+		for closing := false; !closing; {
+			time.Sleep(time.Millisecond)
+			p.mu.Lock()
+			closing = p.closed
+			p.mu.Unlock()
+		}
+		time.Sleep(10 * time.Millisecond)
 		mu.Lock()
 		finished = true
 		mu.Unlock()
 	})
-	go func() { time.Sleep(20 * time.Millisecond); close(release) }()
 	p.close()
 	mu.Lock()
 	if !finished {
