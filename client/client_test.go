@@ -99,6 +99,52 @@ func TestEnqueueOptionsReachTheJob(t *testing.T) {
 	})
 }
 
+// Issue 31 item 5: MaxAttempts(0) sends max_attempts 0, which the server
+// honours (ojs-retry.md 2.2, docs/decisions.md: the first failure is
+// final), instead of dropping it as empty and getting the default 3; no
+// option still leaves the server's default, and MaxAttempts(0) after
+// Retry keeps the rest of that policy.
+func TestMaxAttemptsZeroIsSent(t *testing.T) {
+	t.Parallel()
+	bindings(t, func(t *testing.T, kind string) {
+		e := setup(t, kind, app.Config{}, client.Config{})
+		ctx := ctxT(t)
+		for _, tc := range []struct {
+			name string
+			opts []client.Option
+			want int
+		}{
+			{"MaxAttempts(0)", []client.Option{client.MaxAttempts(0)}, 0},
+			{"Retry then MaxAttempts(0)", []client.Option{client.Retry(client.RetryPolicy{MaxAttempts: 5, Backoff: "none"}), client.MaxAttempts(0)}, 0},
+			{"no option", nil, 3},
+			{"Retry with MaxAttempts 0 (the default)", []client.Option{client.Retry(client.RetryPolicy{Backoff: "none"})}, 3},
+			{"MaxAttempts(4)", []client.Option{client.MaxAttempts(4)}, 4},
+		} {
+			j, err := e.c.Enqueue(ctx, "attempts.zero", []any{tc.name}, append(tc.opts, client.Queue("attempts"))...)
+			if err != nil {
+				t.Fatalf("%s: %v", tc.name, err)
+			}
+			g, err := e.c.Get(ctx, j.ID)
+			if err != nil {
+				t.Fatalf("%s: %v", tc.name, err)
+			}
+			if j.MaxAttempts != tc.want || g.MaxAttempts != tc.want || g.Retry == nil || g.Retry.MaxAttempts != tc.want {
+				t.Fatalf("%s: max_attempts %d, stored %d, retry %+v; want %d", tc.name, j.MaxAttempts, g.MaxAttempts, g.Retry, tc.want)
+			}
+		}
+		// And it means what it says: the first retryable failure is final.
+		jobs, err := e.c.Fetch(ctx, client.FetchRequest{Queues: []string{"attempts"}, Count: 1, WorkerID: "w"})
+		if err != nil || len(jobs) != 1 || jobs[0].MaxAttempts != 0 {
+			t.Fatalf("fetch: %v %v", jobs, err)
+		}
+		retryable := true
+		r, err := e.c.NackJob(ctx, client.Nack{JobID: jobs[0].ID, Error: client.JobError{Type: "boom", Message: "failed", Retryable: &retryable}})
+		if err != nil || r.State != "discarded" {
+			t.Fatalf("nack of a max_attempts 0 job: %+v %v, want discarded", r, err)
+		}
+	})
+}
+
 // Errors come back typed with the binding's status, code, message and
 // details (ojs-http-binding.md 16; the NATS binding carries the same
 // envelope and the status in Nats-Service-Error-Code).

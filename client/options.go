@@ -45,6 +45,9 @@ type jobOptions struct {
 // RetryPolicy is a job's retry policy (ojs-retry.md); zero fields take
 // the server's defaults (3 attempts, 1 s, x2, at most 5 min, jitter).
 type RetryPolicy struct {
+	// MaxAttempts is the total number of attempts; 0 takes the server's
+	// default (3). For max_attempts 0 (the first failure is final), add
+	// the MaxAttempts(0) option after Retry.
 	MaxAttempts        int
 	InitialInterval    time.Duration
 	BackoffCoefficient float64
@@ -61,7 +64,9 @@ type RetryPolicy struct {
 }
 
 type retryOptions struct {
-	MaxAttempts        int      `json:"max_attempts,omitempty"`
+	// MaxAttempts is a pointer so that 0, which the server honours (the
+	// first failure is final), is sent and not dropped as empty.
+	MaxAttempts        *int     `json:"max_attempts,omitempty"`
 	InitialIntervalMs  int64    `json:"initial_interval_ms,omitempty"`
 	BackoffCoefficient float64  `json:"backoff_coefficient,omitempty"`
 	MaxIntervalMs      int64    `json:"max_interval_ms,omitempty"`
@@ -150,9 +155,12 @@ func HeartbeatTimeout(d time.Duration) Option {
 // Retry sets the job's retry policy.
 func Retry(p RetryPolicy) Option {
 	return func(s *jobSpec) {
-		r := &retryOptions{MaxAttempts: p.MaxAttempts, InitialIntervalMs: ms(p.InitialInterval),
+		r := &retryOptions{InitialIntervalMs: ms(p.InitialInterval),
 			BackoffCoefficient: p.BackoffCoefficient, MaxIntervalMs: ms(p.MaxInterval),
 			NonRetryableErrors: p.NonRetryableErrors, Backoff: p.Backoff}
+		if p.MaxAttempts != 0 {
+			r.MaxAttempts = ptr(p.MaxAttempts)
+		}
 		if p.NoJitter {
 			r.Jitter = ptr(false)
 		}
@@ -163,14 +171,16 @@ func Retry(p RetryPolicy) Option {
 	}
 }
 
-// MaxAttempts sets the attempts of the job's retry policy, the rest
-// staying the server's defaults.
+// MaxAttempts sets the total attempts of the job's retry policy, the rest
+// staying the server's defaults (or what an earlier Retry set). 0 is sent
+// as 0: the job runs once and its first failure is final
+// (docs/decisions.md).
 func MaxAttempts(n int) Option {
 	return func(s *jobSpec) {
 		if s.Options.Retry == nil {
 			s.Options.Retry = &retryOptions{}
 		}
-		s.Options.Retry.MaxAttempts = n
+		s.Options.Retry.MaxAttempts = &n
 	}
 }
 
