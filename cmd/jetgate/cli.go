@@ -149,8 +149,9 @@ func isRemoteFlag(name string) bool {
 
 func writeFlagHelp(b *strings.Builder, f *flag.Flag, arg string) {
 	name := "--" + f.Name
+	quoted, usage := flag.UnquoteUsage(f) // a `word` of the usage names the value
 	if arg == "" {
-		arg, _ = flag.UnquoteUsage(f)
+		arg = quoted
 		if _, isBool := f.Value.(interface{ IsBoolFlag() bool }); isBool {
 			arg = ""
 		}
@@ -172,7 +173,7 @@ func writeFlagHelp(b *strings.Builder, f *flag.Flag, arg string) {
 		b.WriteString("  (" + strings.Join(note, ", ") + ")")
 	}
 	b.WriteString("\n")
-	b.WriteString(wrap(f.Usage, "      ", 78))
+	b.WriteString(wrap(usage, "      ", 78))
 }
 
 // runLeaf parses the flags, connects to NATS and runs the leaf.

@@ -119,19 +119,19 @@ func jobsLsLeaf() *leaf {
 
 func enqueueCommand() command {
 	var queue, file, meta string
-	var priority, maxAttempts int
+	var priority, maxAttempts optionalInt
 	var job map[string]any
 	return single(&leaf{use: "enqueue TYPE [ARGS]", nargs: -1,
 		summary: "Enqueues a job of TYPE with ARGS (a JSON array, default []); or, with --file, the whole job envelope from a file (- for stdin), exactly as POST /ojs/v1/jobs takes it.",
 		flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&queue, "queue", "", "Queue (default: the server's, \"default\").")
-			fs.IntVar(&priority, "priority", -1, "Priority, 0 (runs first) to 999 (default: the server's).")
-			fs.IntVar(&maxAttempts, "max-attempts", 0, "Attempts before the job is discarded (default: the server's).")
+			fs.Var(&priority, "priority", "Priority `N`, 0 (runs first) to 999 (default: the server's, 2).")
+			fs.Var(&maxAttempts, "max-attempts", "Total attempts `N` before the job is discarded; 0: it runs once and its first failure is final (default: the server's, 3).")
 			fs.StringVar(&meta, "meta", "", "JSON object of job meta.")
 			fs.StringVar(&file, "file", "", "Read the job envelope (JSON) from this file, - for stdin; TYPE and ARGS are then not given.")
 		},
 		check: func(args []string) (err error) {
-			job, err = jobEnvelope(args, file, queue, meta, priority, maxAttempts, os.Stdin)
+			job, err = jobEnvelope(args, file, queue, meta, priority.n, maxAttempts.n, os.Stdin)
 			return err
 		},
 		run: func(ctx context.Context, c *cliCtx, _ []string) error {
@@ -143,8 +143,30 @@ func enqueueCommand() command {
 		}}, dialNATS)
 }
 
-// jobEnvelope builds the enqueue body from the arguments and flags.
-func jobEnvelope(args []string, file, queue, meta string, priority, maxAttempts int, stdin io.Reader) (map[string]any, error) {
+// optionalInt is an int flag that knows whether it was given: every value
+// written, 0 and negatives too, is sent (the server judges it), and an
+// absent flag sends nothing, leaving the server's default.
+type optionalInt struct{ n *int }
+
+func (o *optionalInt) Set(s string) error {
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil {
+		return fmt.Errorf("want an integer, got %q", s)
+	}
+	o.n = &n
+	return nil
+}
+
+func (o *optionalInt) String() string {
+	if o == nil || o.n == nil {
+		return ""
+	}
+	return strconv.Itoa(*o.n)
+}
+
+// jobEnvelope builds the enqueue body from the arguments and flags; a nil
+// priority or maxAttempts was not given and is not sent.
+func jobEnvelope(args []string, file, queue, meta string, priority, maxAttempts *int, stdin io.Reader) (map[string]any, error) {
 	job := map[string]any{}
 	switch {
 	case file != "" && len(args) > 0:
@@ -175,21 +197,8 @@ func jobEnvelope(args []string, file, queue, meta string, priority, maxAttempts 
 			job["args"] = json.RawMessage(args[1])
 		}
 	}
-	opts, _ := job["options"].(map[string]any)
-	if opts == nil {
-		opts = map[string]any{}
-	}
-	if queue != "" {
-		opts["queue"] = queue
-	}
-	if priority >= 0 {
-		opts["priority"] = priority
-	}
-	if maxAttempts > 0 {
-		opts["retry"] = map[string]any{"max_attempts": maxAttempts}
-	}
-	if len(opts) > 0 {
-		job["options"] = opts
+	if err := setOptions(job, queue, priority, maxAttempts); err != nil {
+		return nil, err
 	}
 	if meta != "" {
 		if !json.Valid([]byte(meta)) {
@@ -198,6 +207,37 @@ func jobEnvelope(args []string, file, queue, meta string, priority, maxAttempts 
 		job["meta"] = json.RawMessage(meta)
 	}
 	return job, nil
+}
+
+// setOptions writes the flags into the job's options, over what a --file
+// envelope set: --max-attempts changes only max_attempts of its retry
+// policy, keeping the rest.
+func setOptions(job map[string]any, queue string, priority, maxAttempts *int) error {
+	opts, _ := job["options"].(map[string]any)
+	if opts == nil {
+		opts = map[string]any{}
+	}
+	if queue != "" {
+		opts["queue"] = queue
+	}
+	if priority != nil {
+		opts["priority"] = *priority
+	}
+	if maxAttempts != nil {
+		retry, ok := opts["retry"].(map[string]any)
+		if !ok && opts["retry"] != nil {
+			return fmt.Errorf("enqueue --max-attempts: the envelope's options.retry is not an object")
+		}
+		if retry == nil {
+			retry = map[string]any{}
+		}
+		retry["max_attempts"] = *maxAttempts
+		opts["retry"] = retry
+	}
+	if len(opts) > 0 {
+		job["options"] = opts
+	}
+	return nil
 }
 
 // printJob prints a {"job":{...}} reply as fields, or as JSON.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -154,6 +155,63 @@ func TestCLIEnqueueFile(t *testing.T) {
 	}
 	if _, _, err := e.cli(t, "enqueue", "x.y", `{"not":"an array"}`); err == nil || !strings.Contains(err.Error(), "JSON array") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// Issue 31 item 5: enqueue --max-attempts 0 sends max_attempts 0, which
+// the server honours (ojs-retry.md 2.2: the first failure is final),
+// instead of dropping it as unset; without the flag nothing is sent and the
+// server's default (3) holds. Over --file, the flag changes only
+// max_attempts of the envelope's retry policy. A value the server refuses
+// (a negative priority or max_attempts) reaches it and gets its 400.
+func TestCLIEnqueueMaxAttemptsZero(t *testing.T) {
+	t.Parallel()
+	e := startCLIEnv(t)
+	job := func(args ...string) map[string]any {
+		t.Helper()
+		return obj(e.mustJSON(t, args...)["job"])
+	}
+	if j := job("enqueue", "attempts.zero", "--max-attempts", "0"); j["max_attempts"] != float64(0) {
+		t.Fatalf("--max-attempts 0: max_attempts %v, want 0", j["max_attempts"])
+	}
+	if j := job("enqueue", "attempts.zero", "--max-attempts=0", "--priority", "0"); j["max_attempts"] != float64(0) || j["priority"] != float64(0) {
+		t.Fatalf("--max-attempts=0 --priority 0: max_attempts %v priority %v, want 0 and 0", j["max_attempts"], j["priority"])
+	}
+	if j := job("enqueue", "attempts.zero"); j["max_attempts"] != float64(3) || j["priority"] != float64(2) {
+		t.Fatalf("no flag: max_attempts %v priority %v, want the defaults 3 and 2", j["max_attempts"], j["priority"])
+	}
+	f := t.TempDir() + "/job.json"
+	if err := os.WriteFile(f, []byte(`{"type":"attempts.file","args":[],"options":{"retry":{"max_attempts":5,"backoff_type":"none"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	j := job("enqueue", "--file", f, "--max-attempts", "0")
+	if r := obj(j["retry"]); j["max_attempts"] != float64(0) || r["max_attempts"] != float64(0) || r["backoff_type"] != "none" {
+		t.Fatalf("--file with --max-attempts 0: max_attempts %v retry %v, want 0 and backoff_type none kept", j["max_attempts"], j["retry"])
+	}
+	if j := job("enqueue", "--file", f); j["max_attempts"] != float64(5) {
+		t.Fatalf("--file alone: max_attempts %v, want the file's 5", j["max_attempts"])
+	}
+	_, _, err := e.cli(t, "enqueue", "attempts.zero", "--max-attempts", "-1")
+	if ae := wantAPIError(t, err, "400", "invalid_payload"); !strings.Contains(fmt.Sprint(ae.Details["field"]), "max_attempts") {
+		t.Fatalf("--max-attempts -1: %+v, want the field named", ae)
+	}
+	_, _, err = e.cli(t, "enqueue", "attempts.zero", "--priority", "-1")
+	if ae := wantAPIError(t, err, "400", "invalid_payload"); !strings.Contains(fmt.Sprint(ae.Details["field"]), "priority") {
+		t.Fatalf("--priority -1: %+v, want the field named", ae)
+	}
+	if _, _, err := e.cli(t, "enqueue", "attempts.zero", "--max-attempts", "many"); err == nil || !strings.Contains(err.Error(), "-max-attempts") {
+		t.Fatalf("--max-attempts many: %v", err)
+	}
+
+	// The body itself: no flag, no options; 0 given, 0 sent.
+	body, err := jobEnvelope([]string{"x.y"}, "", "", "", nil, nil, nil)
+	if err != nil || body["options"] != nil {
+		t.Fatalf("no flags: options %v, %v; want none sent", body["options"], err)
+	}
+	zero := 0
+	body, err = jobEnvelope([]string{"x.y"}, "", "", "", nil, &zero, nil)
+	if b, _ := json.Marshal(body); err != nil || !strings.Contains(string(b), `"options":{"retry":{"max_attempts":0}}`) {
+		t.Fatalf("--max-attempts 0: body %s, %v", b, err)
 	}
 }
 
