@@ -4,7 +4,9 @@
 // standard streams and a context cancelled by SIGINT/SIGTERM into run, and
 // run dispatches to the subcommands (serve, bench, version, help), each a function
 // with injected writers. serve turns flags and JETGATE_* environment
-// variables (flag > variable > default) into an app.Config, builds the slog
+// variables (flag > variable > default) into an app.Config (every numeric
+// flag has a range, bounded.go, and a value outside it stops serve before
+// anything starts, naming the flag and the range), builds the slog
 // logger and hands both to app.Run, which owns everything after that,
 // including graceful shutdown when the context is cancelled. bench turns
 // its flags into bench.Params and hands them to package bench, which

@@ -109,36 +109,33 @@ func newServeFlags(cfg *app.Config) *flag.FlagSet {
 	fs.StringVar(&cfg.NatsTLSCert, "nats-tls-cert", "", "Client certificate for TLS to NATS (with --nats-tls-key).")
 	fs.StringVar(&cfg.NatsTLSKey, "nats-tls-key", "", "Private key of --nats-tls-cert.")
 	fs.StringVar(&cfg.NatsTLSCA, "nats-tls-ca", "", "CA certificate to verify the NATS servers with.")
-	fs.IntVar(&cfg.Replicas, "replicas", 1, "Replicas of every stream and bucket jetgate creates: 3 on a 3-node cluster. Must be 1 with the embedded server.")
+	intWithin(fs, &cfg.Replicas, "replicas", 1, 1, 5, "Replicas of every stream and bucket jetgate creates: 3 on a 3-node cluster. Must be 1 with the embedded server.")
 
-	fs.DurationVar(&cfg.DefaultTimeout, "default-timeout", 30*time.Minute, "Execution timeout of jobs that set none: how long one attempt may run before its worker is told to cancel it.")
-	fs.DurationVar(&cfg.DefaultGracePeriod, "default-grace-period", 30*time.Second, "Grace period of jobs that set none: how long a worker told to cancel has before the attempt is ended as timed out (0s: none).")
-	fs.DurationVar(&cfg.DefaultHeartbeatTimeout, "default-heartbeat-timeout", time.Minute, "How long a worker may stay silent (no heartbeat, progress, ack or nack) on a job that sets no heartbeat or visibility timeout before the job is stalled.")
-	fs.DurationVar(&cfg.Retention, "retention", 24*time.Hour, "How long completed and cancelled jobs stay readable (GET /ojs/v1/jobs/{id}) before JetStream removes them.")
-	fs.DurationVar(&cfg.DeadRetention, "dead-retention", 7*24*time.Hour, "How long discarded jobs stay in the dead letter queue before JetStream removes them.")
-	cfg.MaxBodyBytes = 1 << 20
-	fs.Var((*byteSize)(&cfg.MaxBodyBytes), "max-body-bytes", "Largest HTTP request body accepted, in bytes or with a unit: 512KiB, 4MiB, 1MB.")
-	fs.IntVar(&cfg.MaxFetchCount, "max-fetch-count", 1000, "Most jobs one worker fetch returns. A fetch asking for more (an SDK asks for as many as it has free handlers) is served up to this many, never refused.")
-	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "On SIGINT or SIGTERM, how long to let in-flight requests finish before stopping.")
+	durationAtLeast(fs, &cfg.DefaultTimeout, "default-timeout", 30*time.Minute, time.Second, "Execution timeout of jobs that set none: how long one attempt may run before its worker is told to cancel it.")
+	durationAtLeast(fs, &cfg.DefaultGracePeriod, "default-grace-period", 30*time.Second, 0, "Grace period of jobs that set none: how long a worker told to cancel has before the attempt is ended as timed out (0s: none).")
+	durationAtLeast(fs, &cfg.DefaultHeartbeatTimeout, "default-heartbeat-timeout", time.Minute, time.Second, "How long a worker may stay silent (no heartbeat, progress, ack or nack) on a job that sets no heartbeat or visibility timeout before the job is stalled.")
+	durationAtLeast(fs, &cfg.Retention, "retention", 24*time.Hour, time.Second, "How long completed and cancelled jobs stay readable (GET /ojs/v1/jobs/{id}) before JetStream removes them.")
+	durationAtLeast(fs, &cfg.DeadRetention, "dead-retention", 7*24*time.Hour, time.Second, "How long discarded jobs stay in the dead letter queue before JetStream removes them.")
+	sizeAtLeast(fs, &cfg.MaxBodyBytes, "max-body-bytes", 1<<20, 1<<10, "Largest HTTP request body accepted, in bytes or with a unit: 512KiB, 4MiB, 1MB.")
+	intAtLeast(fs, &cfg.MaxFetchCount, "max-fetch-count", 1000, 1, "Most jobs one worker fetch returns. A fetch asking for more (an SDK asks for as many as it has free handlers) is served up to this many, never refused.")
+	durationAtLeast(fs, &cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, time.Second, "On SIGINT or SIGTERM, how long to let in-flight requests finish before stopping.")
 
-	fs.Int64Var(&cfg.QueueMaxDepth, "queue-max-depth", 0, "Default max_depth of queues without their own bound: jobs counted against it at once (0: unbounded).")
-	fs.Var((*byteSize)(&cfg.QueueMaxSizeBytes), "queue-max-size-bytes", "Default max_size_bytes of queues without their own bound: total size of their jobs (0: unbounded).")
+	int64AtLeast(fs, &cfg.QueueMaxDepth, "queue-max-depth", 0, 0, "Default max_depth of queues without their own bound: jobs counted against it at once (0: unbounded).")
+	sizeAtLeast(fs, &cfg.QueueMaxSizeBytes, "queue-max-size-bytes", 0, 0, "Default max_size_bytes of queues without their own bound: total size of their jobs (0: unbounded).")
 	fs.BoolVar(&cfg.QueueCountActive, "queue-count-active", false, "Count running (active) jobs against the default bound too, so a retry never finds its queue full; by default depth is available + scheduled + retryable, as the spec counts it.")
 	fs.StringVar(&cfg.QueueOverflow, "queue-overflow", "reject", "What a full queue does with a new job by default: reject (429), block (wait up to OJS-Block-Timeout) or drop_oldest.")
-	fs.DurationVar(&cfg.MaxBlockTimeout, "max-block-timeout", 30*time.Second, "Longest a producer may wait for room in a full queue with the block strategy, whatever its OJS-Block-Timeout.")
+	durationAtLeast(fs, &cfg.MaxBlockTimeout, "max-block-timeout", 30*time.Second, time.Millisecond, "Longest a producer may wait for room in a full queue with the block strategy, whatever its OJS-Block-Timeout.")
 
 	fs.BoolVar(&cfg.EventsStream, "events-stream", false, "Store every lifecycle event in the stream OJS_EVENTS (memory storage, 3 stored messages per job) and serve GET /ojs/v1/events from it. Off by default: that endpoint then lists only events published after its first read (an in-memory capture that runs while someone reads).")
-	fs.DurationVar(&cfg.EventsMaxAge, "events-max-age", 24*time.Hour, "With --events-stream: how long OJS_EVENTS keeps an event.")
-	fs.Int64Var(&cfg.EventsMaxMsgs, "events-max-msgs", 100_000, "With --events-stream: most events OJS_EVENTS keeps, oldest dropped first.")
-	cfg.EventsMaxBytes = 64 << 20
-	fs.Var((*byteSize)(&cfg.EventsMaxBytes), "events-max-bytes", "With --events-stream: most memory OJS_EVENTS uses, oldest events dropped first.")
-	fs.IntVar(&cfg.EventsBuffer, "events-buffer", 10_000, "Without --events-stream: most events the in-memory capture keeps, oldest dropped first.")
-	cfg.EventsBufferBytes = 16 << 20
-	fs.Var((*byteSize)(&cfg.EventsBufferBytes), "events-buffer-bytes", "Without --events-stream: most memory the in-memory capture uses, oldest events dropped first.")
-	fs.DurationVar(&cfg.EventsIdle, "events-idle", 10*time.Minute, "Without --events-stream: the capture stops, freeing its memory, after this long without a read of GET /ojs/v1/events; the next read starts it again.")
+	durationAtLeast(fs, &cfg.EventsMaxAge, "events-max-age", 24*time.Hour, time.Second, "With --events-stream: how long OJS_EVENTS keeps an event.")
+	int64AtLeast(fs, &cfg.EventsMaxMsgs, "events-max-msgs", 100_000, 1, "With --events-stream: most events OJS_EVENTS keeps, oldest dropped first.")
+	sizeAtLeast(fs, &cfg.EventsMaxBytes, "events-max-bytes", 64<<20, 1<<10, "With --events-stream: most memory OJS_EVENTS uses, oldest events dropped first.")
+	intAtLeast(fs, &cfg.EventsBuffer, "events-buffer", 10_000, 1, "Without --events-stream: most events the in-memory capture keeps, oldest dropped first.")
+	sizeAtLeast(fs, &cfg.EventsBufferBytes, "events-buffer-bytes", 16<<20, 1<<10, "Without --events-stream: most memory the in-memory capture uses, oldest events dropped first.")
+	durationAtLeast(fs, &cfg.EventsIdle, "events-idle", 10*time.Minute, time.Second, "Without --events-stream: the capture stops, freeing its memory, after this long without a read of GET /ojs/v1/events; the next read starts it again.")
 
 	fs.StringVar(&cfg.TracesEndpoint, "otel-traces-endpoint", "", "OTLP/HTTP endpoint to export spans to (e.g. http://collector:4318/v1/traces): a span per HTTP request, a child of its traceparent; enqueue stamps it into meta.traceparent. Empty: no spans.")
-	fs.Float64Var(&cfg.TracesSampleRatio, "otel-traces-sample-ratio", 1, "Share of traces started here (requests without a traceparent) that are recorded, 0..1; requests with one follow its sampled flag.")
+	ratioFlag(fs, &cfg.TracesSampleRatio, "otel-traces-sample-ratio", 1, "Share of traces started here (requests without a traceparent) that are recorded, 0..1; requests with one follow its sampled flag.")
 
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "Least severe log level written to stderr: debug, info, warn or error.")
 	fs.StringVar(&cfg.LogFormat, "log-format", "text", "Log format: text (key=value) or json.")
@@ -181,7 +178,7 @@ func applyEnv(fs *flag.FlagSet, envOf func(string) string, lookupEnv func(string
 			return
 		}
 		if err := f.Value.Set(v); err != nil {
-			errs = append(errs, fmt.Errorf("invalid value %q for %s: %v", v, env, err))
+			errs = append(errs, fmt.Errorf("invalid value %q for %s (--%s): %v", v, env, f.Name, err))
 		}
 	})
 	return errors.Join(errs...)

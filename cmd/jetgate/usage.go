@@ -36,7 +36,7 @@ its default.
 `
 
 // serveUsage renders the serve help from the flag definitions, so the
-// defaults shown are the defaults used.
+// defaults and ranges shown are the ones used.
 func serveUsage() string {
 	var cfg app.Config
 	fs := newServeFlags(&cfg)
@@ -53,6 +53,9 @@ func serveUsage() string {
 			fmt.Fprintf(&b, "  %s  (%s", name, envName(f.Name))
 			if f.DefValue != "" {
 				fmt.Fprintf(&b, ", default %s", f.DefValue)
+			}
+			if r, ok := f.Value.(ranged); ok {
+				fmt.Fprintf(&b, ", %s", r.rangeText())
 			}
 			fmt.Fprintf(&b, ")\n%s", wrap(f.Usage, "      ", 78))
 		}
