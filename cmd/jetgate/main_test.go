@@ -7,6 +7,7 @@ import (
 	"os"
 	"reflect"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -97,6 +98,37 @@ func TestVersion(t *testing.T) {
 	}
 	if stdout, _, err := runCmd(t, "version", "--help"); err != nil || !strings.Contains(stdout, "jetgate version") {
 		t.Errorf("version --help: err = %v, stdout = %q", err, stdout)
+	}
+}
+
+// TestVersionFromLdflags (issue 31): what -ldflags "-X main.version=...
+// -X main.commit=..." set (task build, the README's go build line) is what
+// `jetgate version` prints; an empty version (task build without a tag)
+// falls back to app.Version; and init made app.Version, which the server
+// reports (manifest, NATS service, metrics, logs), the printed version.
+func TestVersionFromLdflags(t *testing.T) {
+	if b := readBuildInfo(); app.Version != b.Version {
+		t.Fatalf("app.Version %q, jetgate version %q: init did not make them one", app.Version, b.Version)
+	}
+	oldVersion, oldCommit := version, commit
+	t.Cleanup(func() { version, commit = oldVersion, oldCommit })
+	stamped := false // a build with Go's VCS stamp keeps its own commit
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range info.Settings {
+			stamped = stamped || s.Key == "vcs.revision"
+		}
+	}
+	version, commit = "v1.2.3", "0123456789abcdef0123456789abcdef01234567-dirty"
+	stdout, _, err := runCmd(t, "version")
+	if err != nil || !strings.HasPrefix(stdout, "jetgate v1.2.3\n") {
+		t.Fatalf("version: %q, %v", stdout, err)
+	}
+	if !stamped && !strings.Contains(stdout, "commit:      "+commit+"\n") {
+		t.Fatalf("version does not print the commit set by -X main.commit:\n%s", stdout)
+	}
+	version, commit = "", ""
+	if b := readBuildInfo(); b.Version != app.Version || (!stamped && b.Commit != "unknown") {
+		t.Fatalf("unset version and commit: %+v, want version %q and commit unknown", b, app.Version)
 	}
 }
 

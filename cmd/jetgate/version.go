@@ -1,8 +1,7 @@
 package main
 
 import (
-	"github.com/jetgate/jetgate/cmd/jetgate/app"
-
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -12,12 +11,29 @@ import (
 	"runtime/debug"
 
 	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/jetgate/jetgate/cmd/jetgate/app"
 )
 
-// version is set at build time:
+// version and commit are set at build time (task build sets both):
 //
-//	go build -ldflags "-X main.version=v1.2.3" ./cmd/jetgate
-var version = "dev"
+//	go build -ldflags "-X main.version=v1.2.3 -X main.commit=$(git rev-parse HEAD)" -o bin/jetgate ./cmd/jetgate
+//
+// An unset version ("dev" or empty) is app.Version, or the module version
+// of `go install github.com/jetgate/jetgate/cmd/jetgate@vX`. commit is
+// needed only by a build without Go's VCS stamp (vcs.revision, written by
+// go build inside a git checkout; absent from a source tarball, a Docker
+// context without .git, or -buildvcs=false): the stamp wins when there is
+// one, since it also says whether the tree was modified.
+var (
+	version = "dev"
+	commit  = ""
+)
+
+// init makes the version `jetgate version` prints the one the server
+// reports too: the manifest, the NATS service, metrics, logs and traces
+// read app.Version.
+func init() { app.Version = readBuildInfo().Version }
 
 const versionUsage = `Usage:
   jetgate version
@@ -33,13 +49,13 @@ type buildInfo struct {
 }
 
 func readBuildInfo() buildInfo {
-	b := buildInfo{Version: version, Commit: "unknown", GoVersion: runtime.Version(), NATSServer: server.VERSION}
+	b := buildInfo{Version: version, Commit: cmp.Or(commit, "unknown"), GoVersion: runtime.Version(), NATSServer: server.VERSION}
+	if b.Version == "dev" || b.Version == "" {
+		b.Version = app.Version
+	}
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
 		return b
-	}
-	if b.Version == "dev" {
-		b.Version = app.Version
 	}
 	if b.Version == app.Version && info.Main.Version != "" && info.Main.Version != "(devel)" {
 		b.Version = info.Main.Version // go install github.com/jetgate/jetgate/cmd/jetgate@vX
