@@ -132,6 +132,32 @@ func TestVersionFromLdflags(t *testing.T) {
 	}
 }
 
+// TestResolveVersion: -X main.version wins, then -X app.Version, then the
+// module version Go stamped, then the default; and the answer is stable
+// when fed back as app.Version (init does that), so an explicit version
+// is never replaced by a stamped pseudo-version.
+func TestResolveVersion(t *testing.T) {
+	t.Parallel()
+	const pseudo = "v0.0.0-20261128115954-fb6135d99b1a"
+	for _, tc := range []struct{ main, app, module, want string }{
+		{"v1.2.3", app.DefaultVersion, pseudo, "v1.2.3"},
+		{"v1.2.3", "v9.9.9", "", "v1.2.3"},
+		{"dev", "v2.0.0", pseudo, "v2.0.0"},
+		{"", app.DefaultVersion, "v1.4.0", "v1.4.0"},
+		{"dev", app.DefaultVersion, pseudo, pseudo},
+		{"dev", app.DefaultVersion, "(devel)", app.DefaultVersion},
+		{"", app.DefaultVersion, "", app.DefaultVersion},
+	} {
+		got := resolveVersion(tc.main, tc.app, tc.module)
+		if got != tc.want {
+			t.Errorf("resolveVersion(%q, %q, %q) = %q, want %q", tc.main, tc.app, tc.module, got, tc.want)
+		}
+		if again := resolveVersion(tc.main, got, tc.module); again != got {
+			t.Errorf("resolveVersion(%q, %q, %q) = %q after init, was %q", tc.main, got, tc.module, again, got)
+		}
+	}
+}
+
 func TestUsageErrors(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {

@@ -19,12 +19,12 @@ import (
 //
 //	go build -ldflags "-X main.version=v1.2.3 -X main.commit=$(git rev-parse HEAD)" -o bin/jetgate ./cmd/jetgate
 //
-// An unset version ("dev" or empty) is app.Version, or the module version
-// of `go install github.com/jetgate/jetgate/cmd/jetgate@vX`. commit is
+// resolveVersion says which version wins when several are set. commit is
 // needed only by a build without Go's VCS stamp (vcs.revision, written by
 // go build inside a git checkout; absent from a source tarball, a Docker
-// context without .git, or -buildvcs=false): the stamp wins when there is
-// one, since it also says whether the tree was modified.
+// context without .git, a git worktree, whose .git is a file Go does not
+// read, or -buildvcs=false): the stamp wins when there is one, since it
+// also says whether the tree was modified.
 var (
 	version = "dev"
 	commit  = ""
@@ -34,6 +34,25 @@ var (
 // reports too: the manifest, the NATS service, metrics, logs and traces
 // read app.Version.
 func init() { app.Version = readBuildInfo().Version }
+
+// resolveVersion picks this build's version: -X main.version when set
+// (not "" or "dev"); else -X ...app.Version when set (not its default);
+// else the main module's version that Go stamped (go install
+// .../cmd/jetgate@v1.2.3, or a pseudo-version v0.0.0-<time>-<commit> when
+// built in a git checkout); else app.DefaultVersion. It gives the same
+// answer when called again with its own answer as appVersion, as after
+// init.
+func resolveVersion(mainVersion, appVersion, moduleVersion string) string {
+	switch {
+	case mainVersion != "" && mainVersion != "dev":
+		return mainVersion
+	case appVersion != app.DefaultVersion:
+		return appVersion
+	case moduleVersion != "" && moduleVersion != "(devel)":
+		return moduleVersion
+	}
+	return app.DefaultVersion
+}
 
 const versionUsage = `Usage:
   jetgate version
@@ -49,17 +68,13 @@ type buildInfo struct {
 }
 
 func readBuildInfo() buildInfo {
-	b := buildInfo{Version: version, Commit: cmp.Or(commit, "unknown"), GoVersion: runtime.Version(), NATSServer: server.VERSION}
-	if b.Version == "dev" || b.Version == "" {
-		b.Version = app.Version
-	}
+	b := buildInfo{Version: resolveVersion(version, app.Version, ""), Commit: cmp.Or(commit, "unknown"),
+		GoVersion: runtime.Version(), NATSServer: server.VERSION}
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
 		return b
 	}
-	if b.Version == app.Version && info.Main.Version != "" && info.Main.Version != "(devel)" {
-		b.Version = info.Main.Version // go install github.com/jetgate/jetgate/cmd/jetgate@vX
-	}
+	b.Version = resolveVersion(version, app.Version, info.Main.Version)
 	for _, s := range info.Settings {
 		switch s.Key {
 		case "vcs.revision":

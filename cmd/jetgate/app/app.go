@@ -37,8 +37,12 @@ import (
 	"github.com/jetgate/jetgate/natsbind"
 )
 
-// Version is jetgate's version, set with -ldflags "-X ...app.Version=v1.2.3".
-var Version = "0.1.0-dev"
+// DefaultVersion is Version when the build sets none.
+const DefaultVersion = "0.1.0-dev"
+
+// Version is jetgate's version, set with -ldflags "-X ...app.Version=v1.2.3"
+// (or -X main.version, which the jetgate command copies here).
+var Version = DefaultVersion
 
 // Extensions lists the OJS extension URIs jetgate implements in full. The
 // manifest declares exactly these.
