@@ -12,16 +12,19 @@ import (
 )
 
 // tiny is a run small enough for the test suite: every scenario, one
-// round, no warm-up, short runs and few keys and waiting jobs.
-var tiny = Params{Duration: 60 * time.Millisecond, Rounds: 1, Workers: 2, PayloadBytes: 128, Keys: 20, Waiting: 50, Timers: 50, CostJobs: 40, DrainJobs: 60, NoWarmup: true}
+// round, no warm-up, short runs and few keys, waiting jobs and backlogs
+// (256 backlog jobs: one on each of the priority scenario's 256 levels).
+var tiny = Params{Duration: 60 * time.Millisecond, Rounds: 1, Workers: 2, PayloadBytes: 128, Keys: 20, Waiting: 50, Timers: 50, CostJobs: 40, DrainJobs: 60, NoWarmup: true, backlogJobs: 256}
 
 // TestEveryScenario runs every registered scenario at tiny sizes so the
 // harness never rots: each case must produce a round in which both sides
 // did work, and the files of a report must be written and parse. It
-// asserts nothing about speed.
+// asserts nothing about speed, and sets no deadline of its own: each side
+// of a case has its own generous bound (runSide), so a loaded machine
+// slows the test down without failing it.
 func TestEveryScenario(t *testing.T) {
 	e := startEnv(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var log bytes.Buffer
 	res, err := Run(ctx, e, Scenarios(), tiny, NewBar(&log, false))

@@ -39,6 +39,10 @@ type Params struct {
 	InProcessWorkers bool `json:"in_process_workers,omitempty"`
 	// NoWarmup skips the warm-up round (tests).
 	NoWarmup bool `json:"no_warmup,omitempty"`
+	// backlogJobs, if set, is the number of jobs of each backlog drain of
+	// the priority scenario (0: what the workers fetch in Duration, at
+	// least 1,000; drainJobs). Tests shrink it.
+	backlogJobs int
 }
 
 func (p Params) withDefaults() Params {

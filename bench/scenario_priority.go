@@ -22,6 +22,7 @@ var priority = &Scenario{
 	Summary: "fetch from a backlog, and the Go round trip, with jobs over 10 and 256 priority levels, vs 1 level (1 level vs raw is roundtrip's Go API case)",
 	Cases: func(p Params) []Case {
 		sh := p.shape(p.Workers)
+		sh.Jobs = p.backlogJobs
 		drain := func(n int) Side {
 			return Side{Name: "jetgate drain, " + plural(n, "level"), Run: func(ctx context.Context, e *Env) (Sample, error) {
 				return e.GoDrain(ctx, sh, fmt.Sprintf("bench-dr%d", n), levelsBody(n))
