@@ -119,6 +119,10 @@ type backpressure struct {
 	trust   time.Duration
 	over    overdraft
 	tickets tickets
+	// ending is closed by EndBlocking: producers blocked on a full queue
+	// (the block strategy) stop waiting, and none starts to.
+	ending    chan struct{}
+	endingOne sync.Once
 }
 
 // depthUnit names one unit: a queue's depth stream (or, when over, the
@@ -173,7 +177,8 @@ func (q *bpQueue) ticketTaken() {
 }
 
 func newBackpressure() *backpressure {
-	return &backpressure{queues: map[string]*bpQueue{}, release: make(chan depthUnit, 4096), self: nuid.Next(), trust: certainFor}
+	return &backpressure{queues: map[string]*bpQueue{}, release: make(chan depthUnit, 4096), self: nuid.Next(), trust: certainFor,
+		ending: make(chan struct{})}
 }
 
 func (b *backpressure) queue(name string) *bpQueue {

@@ -154,7 +154,9 @@ func (s *Service) startUnits(ctx context.Context, q *bpQueue, cfg ojs.Backpressu
 // (backpressure_block.go): each takes a ticket, and only the holder of the
 // oldest ticket tries for room. Waiting costs nothing: a waiter is woken
 // by a release in this process, a freed notice from another, or the
-// deadline of a ticket ahead of it, never by a poll.
+// deadline of a ticket ahead of it, never by a poll. Once EndBlocking is
+// called no producer waits: each takes its ticket back and gets
+// ojs.ErrShuttingDown, with no unit held for it.
 func (s *Service) acquireBlocking(ctx context.Context, q *bpQueue, cfg ojs.Backpressure, jobs []*ojs.Job) error {
 	timeout := s.blockTimeout(ctx)
 	var last *fullError
@@ -185,6 +187,9 @@ func (s *Service) acquireBlocking(ctx context.Context, q *bpQueue, cfg ojs.Backp
 		}
 		return s.rejected(ctx, q, cfg, last, jobs, 0)
 	}
+	if s.blockingEnded() {
+		return endedBlocking(q)
+	}
 	w, err := s.enterTicket(ctx, q, start.Add(timeout), len(jobs))
 	if err != nil {
 		return err
@@ -199,6 +204,9 @@ func (s *Service) acquireBlocking(ctx context.Context, q *bpQueue, cfg ojs.Backp
 		}
 	}()
 	for {
+		if s.blockingEnded() {
+			return endedBlocking(q)
+		}
 		head, err := s.headTicket(ctx, q)
 		if err != nil {
 			return err
@@ -231,10 +239,41 @@ func (s *Service) acquireBlocking(ctx context.Context, q *bpQueue, cfg ojs.Backp
 				last = &fullError{bound: "max_depth"}
 			}
 			return s.rejected(ctx, q, cfg, last, jobs, time.Since(start))
+		case <-s.bp.ending:
+			return endedBlocking(q)
 		case <-ctx.Done():
 			return fmt.Errorf("wait for room in queue %s: %w", q.name, jobstore.Unavailable(ctx.Err()))
 		}
 	}
+}
+
+// EndBlocking ends the waits of the producers blocked on full queues (the
+// block strategy, acquireBlocking) and keeps new ones from waiting: each
+// takes its ticket back, holds no unit, and gets ojs.ErrShuttingDown,
+// which the bindings answer 503 with Retry-After, so it can send the job
+// to another process. A producer that finds room still gets it. A process
+// about to stop calls it before its bindings stop answering (issue 31
+// item 6: a blocked producer otherwise waits out its block timeout, past
+// the shutdown timeout, and gets no answer at all); Stop calls it too.
+// Safe to call more than once.
+func (s *Service) EndBlocking() {
+	s.bp.endingOne.Do(func() { close(s.bp.ending) })
+}
+
+// blockingEnded reports whether EndBlocking was called.
+func (s *Service) blockingEnded() bool {
+	select {
+	case <-s.bp.ending:
+		return true
+	default:
+		return false
+	}
+}
+
+// endedBlocking is the error of a producer that stops waiting for room in
+// q because the process stops.
+func endedBlocking(q *bpQueue) error {
+	return fmt.Errorf("wait for room in queue %s: %w", q.name, ojs.ErrShuttingDown)
 }
 
 // blockTimeout is the request's OJS-Block-Timeout, or the default, capped

@@ -28,6 +28,8 @@ import (
 // process) looks again. In each process the waiters are kept in ticket
 // order and only the first is woken, and it wakes the next when it leaves:
 // a freed notice costs one head lookup per process, not one per waiter.
+// A process that stops first ends its producers' waits (EndBlocking):
+// each takes its ticket back and is answered that the server shuts down.
 //
 // A ticket whose producer died stays until its deadline: a waiter behind
 // it sets a timer for that deadline (plus ticketGrace) and then deletes

@@ -258,8 +258,10 @@ func (s *Service) Start(ctx context.Context) error {
 }
 
 // Stop stops the timer consumer and the queue watcher and waits for them.
-// In-flight calls finish on their own contexts. Safe to call twice.
+// In-flight calls finish on their own contexts, except that producers
+// blocked on a full queue stop waiting (EndBlocking). Safe to call twice.
 func (s *Service) Stop() {
+	s.EndBlocking()
 	s.mu.Lock()
 	if !s.running {
 		s.stopped = true

@@ -380,12 +380,19 @@ func (s *Server) Service() *admission.Service { return s.svc }
 // in-process through it.
 func (s *Server) Embedded() *embedded.Server { return s.ns }
 
-// Shutdown stops gracefully: stop accepting HTTP, finish in-flight
-// requests, stop the admission service, flush and close the NATS
-// connection, then stop the embedded server. Safe to call twice.
+// Shutdown stops gracefully: answer the producers blocked on full queues
+// (503 with Retry-After, nothing admitted for them), stop accepting HTTP
+// and NATS requests, finish in-flight requests, stop the admission
+// service, flush and close the NATS connection, then stop the embedded
+// server. Safe to call twice.
 func (s *Server) Shutdown(ctx context.Context) error {
 	var err error
 	s.stopOnce.Do(func() {
+		// First: a blocked producer otherwise holds both bindings' drains
+		// until its block timeout, past ctx (issue 31 item 6).
+		if s.svc != nil {
+			s.svc.EndBlocking()
+		}
 		s.stopNatsAPI()
 		if s.httpSrv != nil {
 			if e := s.httpSrv.Shutdown(ctx); e != nil {
