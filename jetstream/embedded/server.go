@@ -46,6 +46,16 @@ type Config struct {
 	// Token, when set, is required of every client connection (NATS
 	// token authentication); clients pass it with nats.Token.
 	Token string
+	// NKeySeedFile, when set, names a file holding an nkey user seed: the
+	// server then accepts only clients that prove they hold it (nkey
+	// challenge authentication; the seed never travels), with every
+	// permission. Clients pass the file to nats.NkeyOptionFromSeed, the
+	// nats CLI to --nkey. The file must not be readable by group or
+	// others. At most one of Token and NKeySeedFile.
+	NKeySeedFile string
+	// CreateNKeySeed creates NKeySeedFile with a new user seed, mode 0600,
+	// when it does not exist (under the data dir's lock).
+	CreateNKeySeed bool
 }
 
 func (c Config) withDefaults() Config {
@@ -63,6 +73,12 @@ func (c Config) validate() error {
 	}
 	if c.MaxMemory < 0 || c.MaxStore < 0 {
 		return errors.New("embedded: MaxMemory and MaxStore must not be negative")
+	}
+	if c.Token != "" && c.NKeySeedFile != "" {
+		return errors.New("embedded: Token and NKeySeedFile exclude each other: choose one way clients authenticate")
+	}
+	if c.CreateNKeySeed && c.NKeySeedFile == "" {
+		return errors.New("embedded: CreateNKeySeed needs NKeySeedFile")
 	}
 	return nil
 }
@@ -122,6 +138,14 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	lock, err := lockDir(cfg.DataDir)
 	if err != nil {
 		return nil, fmt.Errorf("embedded: %w", err)
+	}
+	if cfg.NKeySeedFile != "" {
+		pub, err := userKey(cfg.NKeySeedFile, cfg.CreateNKeySeed)
+		if err != nil {
+			lock.Close()
+			return nil, err
+		}
+		opts.Nkeys = []*server.NkeyUser{{Nkey: pub}}
 	}
 	ns, err := startServer(ctx, opts, cfg)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
 
 	"github.com/jetgate/jetgate/jetstream/embedded"
 )
@@ -277,5 +279,127 @@ func TestListening(t *testing.T) {
 	}
 	if !s.Listening(subject) {
 		t.Fatal("not listening with a stream capturing the subject")
+	}
+}
+
+// Issue 31 item 8: with NKeySeedFile the server accepts only clients that
+// hold that user seed. CreateNKeySeed writes a new seed at first start
+// (mode 0600), and a restart keeps it; a client without it, or with
+// another user's seed, is refused; nats.NkeyOptionFromSeed on the file (what
+// the nats CLI's --nkey does) connects.
+func TestNKeySeedRequired(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	seed := filepath.Join(dir, "nats-user.nk")
+	cfg := embedded.Config{DataDir: dir, NKeySeedFile: seed, CreateNKeySeed: true}
+	s := start(t, cfg)
+	fi, err := os.Stat(seed)
+	if err != nil {
+		t.Fatalf("seed file not created: %v", err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Fatalf("seed file mode %04o, want 0600", fi.Mode().Perm())
+	}
+	other := filepath.Join(t.TempDir(), "other.nk")
+	writeUserSeed(t, other)
+	refused(t, s.ClientURL(), nil)
+	refused(t, s.ClientURL(), nkeyOpt(t, other))
+	refused(t, s.ClientURL(), []nats.Option{nats.Token("guess")})
+	connectWith(t, s.ClientURL(), nkeyOpt(t, seed))
+
+	first, _ := os.ReadFile(seed)
+	s.Shutdown()
+	s = start(t, cfg)
+	if again, _ := os.ReadFile(seed); !bytes.Equal(first, again) {
+		t.Fatal("a restart replaced the seed")
+	}
+	connectWith(t, s.ClientURL(), nkeyOpt(t, seed))
+}
+
+// A seed file given, not created: it must exist, hold a user seed and be
+// readable by its owner only; a token and a seed together are refused.
+func TestNKeySeedFileChecks(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	open := filepath.Join(dir, "open.nk")
+	writeUserSeed(t, open)
+	if err := os.Chmod(open, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	notUser := filepath.Join(dir, "account.nk")
+	kp, _ := nkeys.CreateAccount()
+	aseed, _ := kp.Seed()
+	if err := os.WriteFile(notUser, aseed, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]struct {
+		cfg  embedded.Config
+		want string
+	}{
+		"missing":      {embedded.Config{NKeySeedFile: filepath.Join(dir, "none.nk")}, "no such file"},
+		"mode 0644":    {embedded.Config{NKeySeedFile: open}, "chmod 600"},
+		"not a user":   {embedded.Config{NKeySeedFile: notUser}, "no user seed"},
+		"token too":    {embedded.Config{NKeySeedFile: notUser, Token: "t"}, "exclude"},
+		"create alone": {embedded.Config{CreateNKeySeed: true}, "needs NKeySeedFile"},
+	} {
+		c.cfg.DataDir, c.cfg.Addr = t.TempDir(), "127.0.0.1:0"
+		s, err := embedded.Start(testContext(t), c.cfg)
+		if err == nil {
+			s.Shutdown()
+			t.Errorf("%s: started", name)
+		} else if !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error saying %q", name, err, c.want)
+		}
+	}
+}
+
+func writeUserSeed(t *testing.T, path string) {
+	t.Helper()
+	kp, err := nkeys.CreateUser()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed, _ := kp.Seed()
+	if err := os.WriteFile(path, seed, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func nkeyOpt(t *testing.T, seedFile string) []nats.Option {
+	t.Helper()
+	o, err := nats.NkeyOptionFromSeed(seedFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []nats.Option{o}
+}
+
+// refused fails the test unless connecting with opts is refused with an
+// authorization violation.
+func refused(t *testing.T, url string, opts []nats.Option) {
+	t.Helper()
+	nc, err := nats.Connect(url, append(opts, nats.MaxReconnects(0))...)
+	if err == nil {
+		nc.Close()
+		t.Fatal("connected without the seed")
+	}
+	if !errors.Is(err, nats.ErrAuthorization) && !strings.Contains(strings.ToLower(err.Error()), "authorization") {
+		t.Fatalf("error %v, want an authorization violation", err)
+	}
+}
+
+func connectWith(t *testing.T, url string, opts []nats.Option) {
+	t.Helper()
+	nc, err := nats.Connect(url, opts...)
+	if err != nil {
+		t.Fatalf("connect with the seed: %v", err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.AccountInfo(testContext(t)); err != nil {
+		t.Fatalf("JetStream with the seed: %v", err)
 	}
 }
