@@ -65,7 +65,7 @@ func newClient(t testing.TB, s *app.Server, kind string, ccfg client.Config) *en
 		ccfg.URL, ccfg.HTTPClient = s.URL(), &http.Client{Transport: e.rt}
 		t.Cleanup(e.rt.next.(*http.Transport).CloseIdleConnections)
 	case "nats":
-		nc, err := nats.Connect(s.NatsURL())
+		nc, err := nats.Connect(s.NatsURL(), s.NatsAuth()) // the embedded server's nkey when tokens are set
 		if err != nil {
 			t.Fatalf("connect NATS: %v", err)
 		}

@@ -56,7 +56,7 @@ func setupLogged(t *testing.T, cfg app.Config, log *slog.Logger) *fixture {
 	if err != nil {
 		t.Fatalf("start jetgate: %v", err)
 	}
-	nc, err := nats.Connect(s.Embedded().ClientURL())
+	nc, err := nats.Connect(s.Embedded().ClientURL(), s.NatsAuth()) // the embedded server's nkey when tokens are set
 	if err != nil {
 		t.Fatal(err)
 	}

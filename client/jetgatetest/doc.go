@@ -15,7 +15,10 @@
 // JetStream context on the embedded server, jetgate clients over the NATS
 // binding (Client) and the HTTP binding (HTTPClient), and the app itself.
 // Options: WithConfig (any server setting), WithToken (access control on,
-// the clients send the token), WithLogger.
+// the clients send the token), WithLogger. With access control on, the
+// embedded server requires its nkey seed of NATS clients, as `jetgate
+// serve` does: connect other clients with the handle's NatsAuth option
+// (or NatsSeedFile).
 //
 // It imports cmd/jetgate/app, which is an ordinary (not internal)
 // package: the kit runs exactly the server the binary runs, with every

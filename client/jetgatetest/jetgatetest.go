@@ -22,6 +22,13 @@ const startTimeout = 30 * time.Second
 type Server struct {
 	// NatsURL is the embedded nats-server's client URL (nats://127.0.0.1:port).
 	NatsURL string
+	// NatsAuth makes a NATS connection authenticate as jetgate's own does:
+	// give it to nats.Connect with NatsURL. With access control on
+	// (WithToken) the embedded server requires the nkey seed of
+	// NatsSeedFile, as `jetgate serve` does; otherwise NatsAuth changes
+	// nothing and NatsSeedFile is "".
+	NatsAuth     nats.Option
+	NatsSeedFile string
 	// HTTPURL is the base URL of the OJS HTTP API (http://127.0.0.1:port).
 	HTTPURL string
 	// Conn is a NATS connection for the test, closed by t.Cleanup.
@@ -102,8 +109,8 @@ func Start(t testing.TB, opts ...Option) *Server {
 	if lw != nil {
 		t.Cleanup(lw.Stop) // registered after Shutdown, runs before it: no logging after the test
 	}
-	s := &Server{HTTPURL: a.URL(), App: a, NatsURL: natsURL(a, st.cfg)}
-	s.Conn, err = nats.Connect(s.NatsURL, connectOptions(t, st.cfg)...)
+	s := &Server{HTTPURL: a.URL(), App: a, NatsURL: natsURL(a, st.cfg), NatsAuth: a.NatsAuth(), NatsSeedFile: a.NatsSeedFile()}
+	s.Conn, err = nats.Connect(s.NatsURL, nats.Name("jetgatetest "+t.Name()), s.NatsAuth)
 	if err != nil {
 		t.Fatalf("jetgatetest: connect to %s: %v", s.NatsURL, err)
 	}
@@ -128,12 +135,4 @@ func natsURL(a *app.Server, cfg app.Config) string {
 		return e.ClientURL()
 	}
 	return cfg.NatsURL
-}
-
-func connectOptions(t testing.TB, cfg app.Config) []nats.Option {
-	opts := []nats.Option{nats.Name("jetgatetest " + t.Name())}
-	if cfg.NatsAuthToken != "" {
-		opts = append(opts, nats.Token(cfg.NatsAuthToken))
-	}
-	return opts
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"go.uber.org/goleak"
 
 	"github.com/jetgate/jetgate/admission/ojs"
@@ -181,4 +182,20 @@ func TestClientsAndToken(t *testing.T) {
 	if err != nil || got.State != ojs.StateCompleted {
 		t.Fatalf("get over NATS: %+v %v", got, err)
 	}
+
+	// Issue 31 item 8: the embedded server is not open either. A NATS
+	// client without the kit's credentials is refused; with NatsAuth (the
+	// nkey seed of NatsSeedFile) it connects.
+	if nc, err := nats.Connect(jg.NatsURL, nats.MaxReconnects(0)); err == nil {
+		nc.Close()
+		t.Fatal("a NATS client without credentials connected")
+	}
+	if jg.NatsSeedFile == "" {
+		t.Fatal("no seed file with access control on")
+	}
+	nc, err := nats.Connect(jg.NatsURL, jg.NatsAuth)
+	if err != nil {
+		t.Fatalf("connect with NatsAuth: %v", err)
+	}
+	nc.Close()
 }

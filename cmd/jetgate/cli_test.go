@@ -284,13 +284,20 @@ func TestCLILimits(t *testing.T) {
 	}
 }
 
-// With access control on, a request without the bearer token is 401 and
-// with it succeeds (the NATS binding checks the same role table as HTTP);
-// a wrong API prefix names the subject nothing answers on.
+// With access control on, the embedded NATS server refuses a CLI without
+// its nkey seed, with a hint naming --nats-nkey (issue 31 item 8); with
+// it, a request without the bearer token is 401 and with it succeeds (the
+// NATS binding checks the same role table as HTTP); a wrong API prefix
+// names the subject nothing answers on.
 func TestCLITokenAndPrefix(t *testing.T) {
 	t.Parallel()
 	e := startCLIEnv(t, jetgatetest.WithToken("s3cret"))
 	_, _, err := e.cli(t, "queues", "ls")
+	if err == nil || !strings.Contains(err.Error(), "--nats-nkey") {
+		t.Fatalf("without the nkey seed: %v, want a refusal naming --nats-nkey", err)
+	}
+	e.conn = append(e.conn, "--nats-nkey", e.jg.NatsSeedFile)
+	_, _, err = e.cli(t, "queues", "ls")
 	wantAPIError(t, err, "401", "unauthorized")
 	e.conn = append(e.conn, "--token", "s3cret")
 	e.must(t, "queues", "ls")

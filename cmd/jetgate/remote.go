@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/jetgate/jetgate/cmd/jetgate/app"
 )
 
 // The NATS binding's micro error headers (NATSBIND.md): the HTTP status
@@ -26,6 +28,7 @@ const (
 // jetgate over NATS. Each also reads JETGATE_<FLAG>.
 type remoteFlags struct {
 	natsURL, natsCreds, natsToken string
+	natsNKey, natsUser, natsPass  string
 	token, prefix                 string
 	timeout                       time.Duration
 	json                          bool
@@ -33,13 +36,17 @@ type remoteFlags struct {
 
 // remoteFlagNames lists the common flags in the order the help shows them.
 var remoteFlagNames = [][2]string{
-	{"nats-url", "URLS"}, {"nats-creds", "FILE"}, {"nats-token", "TOKEN"}, {"token", "TOKEN"},
+	{"nats-url", "URLS"}, {"nats-nkey", "FILE"}, {"nats-creds", "FILE"}, {"nats-user", "USER"}, {"nats-password", "PASSWORD"},
+	{"nats-token", "TOKEN"}, {"token", "TOKEN"},
 	{"nats-api-prefix", "PREFIX"}, {"timeout", "DURATION"}, {"json", ""},
 }
 
 func (rf *remoteFlags) define(fs *flag.FlagSet) {
 	fs.StringVar(&rf.natsURL, "nats-url", nats.DefaultURL, "Comma-separated URLs of the NATS server(s) jetgate uses (for jetgate serve with its embedded server: its --nats-addr).")
+	fs.StringVar(&rf.natsNKey, "nats-nkey", "", "File holding the nkey seed to connect with: for jetgate serve's embedded server with bearer tokens configured, <data-dir>/nats-user.nk (or its --nats-nkey).")
 	fs.StringVar(&rf.natsCreds, "nats-creds", "", "NATS credentials file (JWT and nkey seed) to connect with.")
+	fs.StringVar(&rf.natsUser, "nats-user", "", "NATS user name to connect with (with --nats-password).")
+	fs.StringVar(&rf.natsPass, "nats-password", "", "NATS password. Prefer the environment variable.")
 	fs.StringVar(&rf.natsToken, "nats-token", "", "NATS authentication token to connect with (jetgate serve --nats-auth-token). Prefer the environment variable.")
 	fs.StringVar(&rf.token, "token", "", "jetgate bearer token, sent as Authorization: Bearer on every request (needed when jetgate has tokens configured). Prefer the environment variable.")
 	fs.StringVar(&rf.prefix, "nats-api-prefix", "ojs.v1", "Subject prefix of jetgate's NATS API (the deployment's prefix if it changed it).")
@@ -50,13 +57,27 @@ func (rf *remoteFlags) define(fs *flag.FlagSet) {
 // connect opens a NATS connection with the flags' credentials.
 func (rf *remoteFlags) connect() (*nats.Conn, error) {
 	opts := []nats.Option{nats.Name("jetgate cli"), nats.Timeout(rf.timeout)}
+	if rf.natsNKey != "" {
+		o, err := nats.NkeyOptionFromSeed(rf.natsNKey)
+		if err != nil {
+			return nil, fmt.Errorf("--nats-nkey: %w", err)
+		}
+		opts = append(opts, o)
+	}
 	if rf.natsCreds != "" {
 		opts = append(opts, nats.UserCredentials(rf.natsCreds))
+	}
+	if rf.natsUser != "" {
+		opts = append(opts, nats.UserInfo(rf.natsUser, rf.natsPass))
 	}
 	if rf.natsToken != "" {
 		opts = append(opts, nats.Token(rf.natsToken))
 	}
 	nc, err := nats.Connect(rf.natsURL, opts...)
+	if errors.Is(err, nats.ErrAuthorization) || err != nil && strings.Contains(strings.ToLower(err.Error()), "authorization violation") {
+		return nil, fmt.Errorf("connect to NATS at %s: %w (the server wants credentials: for jetgate serve's embedded server with "+
+			"bearer tokens configured, --nats-nkey <data-dir>/%s, or JETGATE_NATS_NKEY; see its startup log)", rf.natsURL, err, app.NatsSeedFileName)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("connect to NATS at %s: %w", rf.natsURL, err)
 	}

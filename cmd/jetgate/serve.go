@@ -43,7 +43,7 @@ type flagGroup struct {
 
 var serveGroups = []flagGroup{
 	{"Server", [][2]string{
-		{"http-addr", "HOST:PORT"}, {"tls-cert", "FILE"}, {"tls-key", "FILE"}, {"data-dir", "DIR"}, {"nats-addr", "HOST:PORT"}, {"nats-auth-token", "TOKEN"}, {"instance-name", "NAME"},
+		{"http-addr", "HOST:PORT"}, {"tls-cert", "FILE"}, {"tls-key", "FILE"}, {"data-dir", "DIR"}, {"nats-addr", "HOST:PORT"}, {"nats-auth-token", "TOKEN"}, {"nats-nkey", "FILE"}, {"instance-name", "NAME"},
 		{"dashboard", ""},
 	}},
 	{"Access control (HTTP bearer tokens; none configured: off)", [][2]string{
@@ -53,7 +53,7 @@ var serveGroups = []flagGroup{
 		{"nats-api", ""}, {"nats-api-prefix", "SUBJECT"},
 	}},
 	{"External NATS (instead of the embedded server)", [][2]string{
-		{"nats-url", "URLS"}, {"nats-creds", "FILE"}, {"nats-nkey", "FILE"}, {"nats-user", "USER"},
+		{"nats-url", "URLS"}, {"nats-creds", "FILE"}, {"nats-user", "USER"},
 		{"nats-password", "PASSWORD"}, {"nats-token", "TOKEN"}, {"nats-tls-cert", "FILE"},
 		{"nats-tls-key", "FILE"}, {"nats-tls-ca", "FILE"}, {"replicas", "N"},
 	}},
@@ -88,7 +88,7 @@ func newServeFlags(cfg *app.Config) *flag.FlagSet {
 	fs.StringVar(&cfg.TLSKey, "tls-key", "", "PEM private key of --tls-cert.")
 	fs.StringVar(&cfg.DataDir, "data-dir", "./jetgate-data", "Directory where the embedded NATS server keeps its JetStream data (created if missing). Unused with --nats-url.")
 	fs.StringVar(&cfg.NatsAddr, "nats-addr", "127.0.0.1:4222", "Address the embedded NATS server listens on, so the nats CLI and other NATS clients can reach it. Unused with --nats-url.")
-	fs.StringVar(&cfg.NatsAuthToken, "nats-auth-token", "", "Token the embedded NATS server requires of every client (jetgate's own connection sends it). Unused with --nats-url. Prefer the environment variable.")
+	fs.StringVar(&cfg.NatsAuthToken, "nats-auth-token", "", "Token the embedded NATS server requires of every client (jetgate's own connection sends it), instead of the nkey seed it requires when bearer tokens are configured. Unused with --nats-url. Prefer the environment variable.")
 	fs.StringVar(&cfg.InstanceName, "instance-name", "", "Name of this jetgate process in events and metrics (default: the host name).")
 	fs.Var((*notBool)(&cfg.DisableDashboard), "dashboard", "Serve the live web dashboard at / (admin token needed when tokens are configured; docs/dashboard.md). --dashboard=false turns it off.")
 
@@ -102,7 +102,7 @@ func newServeFlags(cfg *app.Config) *flag.FlagSet {
 
 	fs.StringVar(&cfg.NatsURL, "nats-url", "", "Comma-separated NATS server URLs. When set, jetgate uses this NATS (cluster) and starts no embedded server.")
 	fs.StringVar(&cfg.NatsCreds, "nats-creds", "", "NATS credentials file (JWT and nkey seed) to authenticate with.")
-	fs.StringVar(&cfg.NatsNKey, "nats-nkey", "", "File holding an nkey seed to authenticate with.")
+	fs.StringVar(&cfg.NatsNKey, "nats-nkey", "", "File holding an nkey user seed (mode 0600). With the embedded server: the one user it accepts (default when bearer tokens are configured: <data-dir>/nats-user.nk, created at first start; the nats CLI connects with --nkey FILE). With --nats-url: the seed to authenticate with.")
 	fs.StringVar(&cfg.NatsUser, "nats-user", "", "NATS user name (with --nats-password).")
 	fs.StringVar(&cfg.NatsPassword, "nats-password", "", "NATS password. Prefer the environment variable: flags show up in process lists.")
 	fs.StringVar(&cfg.NatsToken, "nats-token", "", "NATS authentication token. Prefer the environment variable.")

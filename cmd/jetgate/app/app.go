@@ -84,6 +84,12 @@ type Server struct {
 	natsAPI    *natsbind.Service    // nil with NoNatsAPI
 	dash       *dashboard.Dashboard // nil with --dashboard=false
 	served     chan error
+	// keys are the bearer tokens (nil: access control off); seedFile the
+	// nkey seed the embedded server requires ("" if none, natsauth.go);
+	// auth the options jetgate's NATS connection authenticates with.
+	keys     *authz.Keyring
+	seedFile string
+	auth     []nats.Option
 
 	stopOnce sync.Once
 }
@@ -111,16 +117,21 @@ func (s *Server) start(ctx context.Context) error {
 		return err
 	}
 	s.tracer, s.stopTracer = tp, stop
+	if s.keys, err = s.cfg.keyring(); err != nil {
+		return err
+	}
 	url := s.cfg.NatsURL
 	if url == "" {
-		ns, err := embedded.Start(ctx, embedded.Config{DataDir: s.cfg.DataDir, Addr: s.cfg.NatsAddr,
-			Token: s.cfg.NatsAuthToken, Logger: s.log.With("component", "nats-server")})
+		ec := embedded.Config{DataDir: s.cfg.DataDir, Addr: s.cfg.NatsAddr, Logger: s.log.With("component", "nats-server")}
+		s.cfg.embeddedAuth(&ec, s.keys)
+		ns, err := embedded.Start(ctx, ec)
 		if err != nil {
 			return fmt.Errorf("start embedded nats-server: %w", err)
 		}
-		s.ns = ns
+		s.ns, s.seedFile = ns, ec.NKeySeedFile
 		url = ns.ClientURL()
 		s.log.Info("embedded nats-server ready", "url", url, "data_dir", s.cfg.DataDir)
+		s.logNatsAuth(url)
 	}
 	opts, err := s.natsOptions()
 	if err != nil {
@@ -235,10 +246,7 @@ func (s *Server) serveHTTP() error {
 	if err != nil {
 		return err
 	}
-	keys, err := s.cfg.keyring()
-	if err != nil {
-		return err
-	}
+	keys := s.keys
 	if keys == nil {
 		s.log.Warn("HTTP access control off: no bearer tokens configured, every request is served (see --auth-tokens-file)")
 	} else {
@@ -318,33 +326,12 @@ func (s *Server) natsOptions() ([]nats.Option, error) {
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) { s.log.Info("NATS reconnected", "url", nc.ConnectedUrlRedacted()) }),
 	}
-	if s.cfg.NatsAuthToken != "" {
-		opts = append(opts, nats.Token(s.cfg.NatsAuthToken)) // the embedded server's token (validate: no --nats-url)
+	auth, err := s.authOptions()
+	if err != nil {
+		return nil, err
 	}
-	c := s.cfg
-	if c.NatsCreds != "" {
-		opts = append(opts, nats.UserCredentials(c.NatsCreds))
-	}
-	if c.NatsNKey != "" {
-		o, err := nats.NkeyOptionFromSeed(c.NatsNKey)
-		if err != nil {
-			return nil, fmt.Errorf("read --nats-nkey seed file: %w", err)
-		}
-		opts = append(opts, o)
-	}
-	if c.NatsUser != "" {
-		opts = append(opts, nats.UserInfo(c.NatsUser, c.NatsPassword))
-	}
-	if c.NatsToken != "" {
-		opts = append(opts, nats.Token(c.NatsToken))
-	}
-	if c.NatsTLSCert != "" {
-		opts = append(opts, nats.ClientCert(c.NatsTLSCert, c.NatsTLSKey))
-	}
-	if c.NatsTLSCA != "" {
-		opts = append(opts, nats.RootCAs(c.NatsTLSCA))
-	}
-	return opts, nil
+	s.auth = auth
+	return append(opts, auth...), nil
 }
 
 // HTTPAddr is the address the HTTP API listens on.

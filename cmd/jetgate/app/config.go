@@ -97,6 +97,10 @@ type Config struct {
 
 	// NatsAuthToken, with the embedded server, is the token its listener
 	// requires of every client; jetgate's own connection sends it.
+	// NatsNKey (above), with the embedded server, is the seed file of the
+	// one user it accepts. Without either, bearer tokens make it require
+	// the seed in DataDir/nats-user.nk, created at first start
+	// (natsauth.go); with no token at all it accepts any client.
 	NatsAuthToken string
 
 	// TracesEndpoint, when set, exports OpenTelemetry spans over OTLP/HTTP
@@ -158,6 +162,9 @@ func (c Config) validate() error {
 	}
 	if c.NatsAuthToken != "" && c.NatsURL != "" {
 		return fmt.Errorf("--nats-auth-token secures the embedded server; with --nats-url use --nats-token or the other --nats-* credentials")
+	}
+	if err := c.validateNatsAuth(); err != nil {
+		return err
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		return fmt.Errorf("--tls-cert and --tls-key go together")
