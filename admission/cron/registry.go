@@ -1,6 +1,7 @@
 package cron
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -41,13 +42,16 @@ func validate(cj *ojs.CronJob, now time.Time) (*Schedule, time.Time, error) {
 	if !validName(cj.Name) {
 		return nil, time.Time{}, &ojs.ValidationError{Field: "name", Rule: nameRule, Received: quote(cj.Name)}
 	}
+	// The expression is named by the field the client sent it in: cron
+	// (the binding) or expression (openapi.yaml).
+	field := cmp.Or(cj.CronField, "cron")
 	if strings.TrimSpace(cj.Cron) == "" {
-		return nil, time.Time{}, &ojs.ValidationError{Field: "cron", Rule: "a 5-field cron expression or a shorthand such as @daily (required)"}
+		return nil, time.Time{}, &ojs.ValidationError{Field: field, Rule: "a 5-field cron expression or a shorthand such as @daily (required)"}
 	}
 	sched, err := Parse(cj.Cron)
 	if err != nil {
-		return nil, time.Time{}, &ojs.ValidationError{Field: "cron", Rule: "a 5-field cron expression or a shorthand such as @daily",
-			Received: quote(cj.Cron), Message: fmt.Sprintf("field 'cron' is not a valid cron expression: %v", err)}
+		return nil, time.Time{}, &ojs.ValidationError{Field: field, Rule: "a 5-field cron expression or a shorthand such as @daily",
+			Received: quote(cj.Cron), Message: fmt.Sprintf("field '%s' is not a valid cron expression: %v", field, err)}
 	}
 	if cj.Timezone == "" {
 		cj.Timezone = "UTC"
@@ -70,7 +74,7 @@ func validate(cj *ojs.CronJob, now time.Time) (*Schedule, time.Time, error) {
 	}
 	next := sched.Next(now, loc)
 	if next.IsZero() {
-		return nil, time.Time{}, &ojs.ValidationError{Field: "cron", Rule: "an expression that matches a time within the next 30 years", Received: quote(cj.Cron)}
+		return nil, time.Time{}, &ojs.ValidationError{Field: field, Rule: "an expression that matches a time within the next 30 years", Received: quote(cj.Cron)}
 	}
 	return sched, next, nil
 }
