@@ -55,7 +55,8 @@
 //     visibility_timeout_ms applies; Config.DefaultHeartbeatTimeout is only
 //     published in the manifest.
 //   - ack "result" may be any JSON value; nack "error" may be the binding's
-//     object, the worker protocol's {type, message, backtrace}, or a string.
+//     object, the worker protocol's {type, message, backtrace}, or a string
+//     or a number, taken as the message.
 //   - Heartbeat ids that are not job ids are dropped before the backend.
 //   - Events: "types", "queues" and "job_types" (ojs-events.md 6.4) are
 //     comma-separated lists that combine; "after" answers 422 unsupported
