@@ -283,6 +283,9 @@ func (s *Service) run(ep endpoint, c *call) (v any, err error) {
 	if int64(len(c.data)) > limit {
 		return nil, wire.ErrTooLarge(limit)
 	}
+	if err := wire.CheckBody(c.data); err != nil {
+		return nil, err
+	}
 	if ep.noBody {
 		// It reads nothing, but a body that is not a JSON object is
 		// still refused (400), as every other endpoint refuses it.
