@@ -115,12 +115,17 @@
 //
 // # Concurrency
 //
-// micro calls an endpoint's handler on its subscription's goroutine, one
-// request at a time; natsbind serves each request on its own goroutine (at
-// most Config.MaxInFlight at once), so a waiting fetch never holds up
-// another request. Replies are sent directly, so micro's own error
-// counters stay 0: `nats micro stats ojs` shows natsbind's counts
-// (requests, errors, last_error, processing_time) in each endpoint's data.
+// A subscription delivers its requests one at a time; natsbind serves
+// each request on its own goroutine (at most Config.MaxInFlight at once),
+// so a waiting fetch never holds up another request. nats.go's micro
+// package counts a request when its handler returns, which here is before
+// the reply: every request counted as a success taking no time. So
+// natsbind speaks the services protocol itself (micro.go: the endpoint
+// subscriptions and the $SRV PING, INFO and STATS answers, in micro's
+// types), and `nats micro stats ojs` counts each request when its reply
+// is sent: num_errors counts error replies (400, 404, 503, ...),
+// last_error is "<status>:<code>", processing_time runs from arrival to
+// reply; each endpoint's data adds the requests in flight (issue 31).
 // Stop drains the subscriptions, ends fetch waits and waits for every
 // request in flight.
 package natsbind
