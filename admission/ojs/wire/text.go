@@ -2,6 +2,7 @@ package wire
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 
 	"github.com/jetgate/jetgate/admission/ojs"
@@ -42,4 +43,19 @@ func CheckBody(b []byte) error {
 			`or a \u escape of half a surrogate pair); send strings as UTF-8`, field)
 	}
 	return InEnvelope(ve)
+}
+
+// ScheduleTime reads a client's RFC 3339 time that jetgate acts on later
+// (a nack's rate_limit_until, an override's expires_at): one past
+// ojs.LatestTime, the latest time JetStream can schedule, is refused
+// naming the field and that time (issue 31), rather than wrapping around.
+func ScheduleTime(field string, raw json.RawMessage) (*ojs.Time, error) {
+	var t ojs.Time
+	if err := json.Unmarshal(raw, &t); err != nil {
+		return nil, Invalid(field, "an RFC 3339 time", Describe(raw))
+	}
+	if t.After(ojs.LatestTime) {
+		return nil, ojs.TimeTooLate(field, Describe(raw))
+	}
+	return &t, nil
 }

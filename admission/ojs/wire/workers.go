@@ -228,11 +228,9 @@ func decodeJobError(o Object) (ojs.JobError, error) {
 	je.Backtrace, _ = eo.Get("backtrace")
 	if raw, ok := eo.Get("rate_limit_until"); ok {
 		// RL-R003: hold the job's rate limit key until then.
-		var t ojs.Time
-		if err := json.Unmarshal(raw, &t); err != nil {
-			return je, Invalid("error.rate_limit_until", "an RFC 3339 time", Describe(raw))
+		if je.RateLimitUntil, err = ScheduleTime("error.rate_limit_until", raw); err != nil {
+			return je, err
 		}
-		je.RateLimitUntil = &t
 	}
 	return je, nil
 }
