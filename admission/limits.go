@@ -344,8 +344,10 @@ func (s *Service) materialize(ctx context.Context, j *ojs.Job) error {
 var errWritten = errors.New("record already written")
 
 // rescheduleLimited moves an available job refused by a limit to
-// scheduled at at (on_limit reschedule).
+// scheduled at at (on_limit reschedule), or at ojs.LatestTime when a
+// window's period puts at past it.
 func (s *Service) rescheduleLimited(ctx context.Context, j *ojs.Job, at time.Time) error {
+	at = ojs.Schedulable(at)
 	token := j.Internal.Token
 	nj, old, err := s.transition(ctx, j.ID, func(j *ojs.Job) (*ojs.Job, func(context.Context, *ojs.Job) error, error) {
 		if j.State != ojs.StateAvailable || j.Internal.Token != token {

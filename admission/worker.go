@@ -114,7 +114,9 @@ func (s *Service) failed(j *ojs.Job, e ojs.JobError, re *reentry) (*ojs.Job, fun
 	nj.MaxAttempts = maxAttempts
 	endAttempt(nj)
 	retry := (e.Retryable == nil || *e.Retryable) && !policy.NonRetryable(e.Kind()) && j.Attempt < maxAttempts
-	next := now.Add(policy.Delay(j.Attempt))
+	// A backoff of a few hundred years ends at the latest time JetStream
+	// can schedule, not past it (where it would wrap around).
+	next := ojs.Schedulable(now.Add(policy.Delay(j.Attempt)))
 	if end, ok := j.TotalDeadline(); retry && ok {
 		// ojs-timeouts.md 9.1: a retry that cannot finish before the total
 		// timeout is not scheduled; the total timeout wins over

@@ -248,8 +248,11 @@ func (s *Store) CreateTimer(ctx context.Context, kind, id, token string, at time
 	return true, nil
 }
 
-// timerMsg is the schedule of a timer of kind for job id at time at.
+// timerMsg is the schedule of a timer of kind for job id at time at, or
+// at ojs.LatestTime when at is later: JetStream keeps a schedule's time in
+// int64 nanoseconds, and a later one would wrap around and fire at once.
 func timerMsg(kind, id, token string, at time.Time, kv ...string) *nats.Msg {
+	at = ojs.Schedulable(at)
 	m := nats.NewMsg(topology.TimerSchedule(kind, id))
 	m.Header.Set(jetstream.ScheduleHeader, "@at "+at.UTC().Format(time.RFC3339Nano))
 	m.Header.Set(jetstream.ScheduleTargetHeader, topology.TimerFired(kind))
