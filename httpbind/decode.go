@@ -27,7 +27,9 @@ func readBody(r *http.Request) ([]byte, error) {
 		return b, nil
 	}
 	if mbe, ok := errors.AsType[*http.MaxBytesError](err); ok {
-		return nil, errTooLarge(mbe.Limit)
+		// A body without Content-Length, cut off at the limit: its size
+		// is unknown, only that it is larger.
+		return nil, errTooLarge(mbe.Limit, 0)
 	}
 	return nil, &ojs.ValidationError{Field: "body", Rule: "a complete request body",
 		Message: "could not read the request body: " + err.Error()}

@@ -102,7 +102,8 @@ func methodHint(r *http.Request) string {
 	return ""
 }
 
-func errTooLarge(limit int64) error { return wire.ErrTooLarge(limit) }
+// errTooLarge is the 413 of a body of size bytes (0: unknown) over limit.
+func errTooLarge(limit, size int64) error { return wire.ErrTooLarge(limit, size) }
 
 func errUnsupported(msg string, details map[string]any) error {
 	return wire.ErrUnsupported(msg, details)

@@ -198,7 +198,7 @@ func checkContentType(r *http.Request) error {
 func (s *server) limitBody(n int64, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if r.ContentLength > n {
-			s.writeError(w, r, errTooLarge(n))
+			s.writeError(w, r, errTooLarge(n, r.ContentLength))
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, n)

@@ -295,7 +295,7 @@ func (s *Service) run(ep endpoint, c *call) (v any, err error) {
 		limit = s.cfg.MaxBatchBodyBytes
 	}
 	if int64(len(c.data)) > limit {
-		return nil, wire.ErrTooLarge(limit)
+		return nil, wire.ErrTooLarge(limit, int64(len(c.data)))
 	}
 	if err := wire.CheckBody(c.data); err != nil {
 		return nil, err

@@ -360,6 +360,13 @@ func DecodeWorkerInfo(o Object) (ojs.WorkerInfo, error) {
 		if raw[0] != '{' {
 			return in, Invalid("metadata", "a JSON Object", Describe(raw))
 		}
+		if len(raw) > MaxWorkerMetadataBytes {
+			// Kept in the worker's record with every heartbeat: a size
+			// limit is a 413 (issue 31), not a heartbeat whose worker
+			// record silently fails to be written.
+			return in, &ojs.TooLargeError{Field: "metadata", What: "worker metadata", Limit: MaxWorkerMetadataBytes,
+				Size: int64(len(raw)), Hint: "Send at most 16 KiB of worker metadata."}
+		}
 		in.Metadata = raw
 	}
 	return in, nil
