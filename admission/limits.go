@@ -383,7 +383,7 @@ func (s *Service) dropLimited(ctx context.Context, j *ojs.Job, r *limitRefusal) 
 		nj.DiscardedAt = ojs.NewTime(now)
 		msg := fmt.Sprintf("dropped by rate limit %s %q (%s limit reached; on_limit drop)", r.entry.Scope, r.entry.Key, r.denial.Strategy)
 		nj.Error = &ojs.JobError{Code: ojs.ErrorTypeRateLimited, Type: ojs.ErrorTypeRateLimited, Message: msg, At: ojs.NewTime(now)}
-		nj.Errors = append(nj.Errors, *nj.Error)
+		nj.Errors = ojs.AppendError(nj.Errors, *nj.Error, s.sizes.Errors)
 		nj.Internal.Token = jobstore.NewToken()
 		return nj, func(ctx context.Context, nj *ojs.Job) error {
 			return s.store.PutDead(ctx, jobstore.DeadEntry{JobID: nj.ID, Queue: nj.Queue, DiscardedAt: nj.DiscardedAt})

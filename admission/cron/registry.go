@@ -107,6 +107,9 @@ func (s *Scheduler) CronRegister(ctx context.Context, cj ojs.CronJob) (*ojs.Cron
 	if err != nil {
 		return nil, err
 	}
+	if err := s.checkSize(r, b); err != nil {
+		return nil, err
+	}
 	if err := s.schedule(ctx, r); err != nil {
 		return nil, err
 	}
@@ -119,6 +122,29 @@ func (s *Scheduler) CronRegister(ctx context.Context, cj ojs.CronJob) (*ojs.Cron
 	}
 	out := r.CronJob
 	return &out, nil
+}
+
+// checkSize refuses, before anything is written (issue 31), a definition
+// whose record (b) would not fit the NATS server's max_payload, or whose
+// job could never be enqueued: its template over the job limit of the
+// record budget (ojs.PayloadLimits), with room for the fields the server
+// adds at enqueue.
+func (s *Scheduler) checkSize(r *record, b []byte) error {
+	const headroom = 1 << 10 // headers; the server's fields of a new job
+	limits, err := ojs.NewPayloadLimits(s.js.Conn().MaxPayload())
+	if err != nil {
+		return err
+	}
+	if size := int64(len(b)); size > limits.MaxPayload-headroom {
+		return &ojs.TooLargeError{What: "cron job as stored", Limit: limits.MaxPayload - headroom, Size: size,
+			Hint: "Send a smaller cron job: pass large data to its jobs by reference."}
+	}
+	tpl, err := r.template()
+	if err != nil {
+		return err
+	}
+	limits.Job, limits.Reserve = limits.Job-headroom, limits.Reserve+headroom
+	return limits.CheckJob(tpl, "")
 }
 
 // unschedule removes the schedule of a registration that does not exist

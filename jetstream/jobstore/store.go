@@ -344,8 +344,16 @@ func validKey(id string) bool {
 
 // Unavailable marks transport failures (closed connection, timeouts,
 // cancellation, no responders) as ojs.ErrUnavailable, so httpbind answers
-// 503 retryable; other errors pass through unchanged.
+// 503 retryable, and a message over the server's max_payload as
+// ojs.ErrTooLarge (413, not retryable); other errors pass through
+// unchanged.
 func Unavailable(err error) error {
+	if errors.Is(err, nats.ErrMaxPayload) {
+		// A message over the server's max_payload: no retry will store
+		// it (413). Admission keeps job records within their budget
+		// (ojs.PayloadLimits), so this is only a backstop.
+		return fmt.Errorf("%w: %w", ojs.ErrTooLarge, err)
+	}
 	if errors.Is(err, nats.ErrConnectionClosed) || errors.Is(err, nats.ErrTimeout) ||
 		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
 		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) {
