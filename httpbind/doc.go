@@ -15,8 +15,10 @@
 //     httpbind calls them (wire.go gives them short local names);
 //   - the headers every response carries (Content-Type
 //     application/openjobspec+json on JSON bodies, OJS-Version, X-Request-Id),
-//     the request Content-Type and OJS-Version checks, body size limits and
-//     panic recovery;
+//     the request Content-Type and OJS-Version checks, body size limits (413
+//     naming the limit and the size), the check of every POST, PUT, PATCH
+//     and DELETE body for text that is not UTF-8 and keys given twice
+//     (wire.CheckBody, before the handler), and panic recovery;
 //   - writing the single mapping from domain errors to HTTP status, OJS
 //     error code and envelope (wire.Classify, written by writeError in
 //     errors.go), including the 429 hook (RateLimitedError).

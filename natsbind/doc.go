@@ -95,6 +95,17 @@
 // their own subjects (jetstream/events). Progress streams (SSE) have no
 // request/reply form; subscribe to the job's events instead.
 //
+// # Sizes
+//
+// A request is at most the server's max_payload (the client cannot send
+// more) and Config.MaxBodyBytes; the parts jetgate keeps have the limits
+// of the record budget (ojs.PayloadLimits), 413 payload_too_large naming
+// the part, the limit and the size, as over HTTP. A reply must fit
+// max_payload too: jobs.batch refuses (413, field "jobs") a batch whose
+// reply would not, before any of its jobs is stored. (A workers.fetch of
+// many large jobs can still make a reply over max_payload, which is then
+// lost; fetch fewer at a time.)
+//
 // # Batch worker calls and waiting fetches
 //
 // workers.ackbatch and workers.nackbatch run one ack or nack per item (each
