@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	"github.com/jetgate/jetgate/admission/ojs"
 	"github.com/jetgate/jetgate/jetstream/jobstore"
@@ -16,6 +17,12 @@ func (s *Service) Enqueue(ctx context.Context, job *ojs.Job) (_ *ojs.Job, err er
 		return nil, err
 	}
 	j := s.initial(job)
+	// The record budget: a job that could not be stored with the room
+	// its result, errors and progress may take is 413 before anything is
+	// written (issue 31).
+	if err := s.sizes.CheckJob(j, ""); err != nil {
+		return nil, err
+	}
 	clientID := job.ID != "" && !job.ServerID
 	if len(s.cfg.Hooks) > 0 {
 		existing, admitted, aerr := s.admit(ctx, []*ojs.Job{j})
@@ -188,6 +195,9 @@ func (s *Service) EnqueueBatch(ctx context.Context, jobs []*ojs.Job) (_ []*ojs.J
 			return nil, err
 		}
 		j := s.initial(job)
+		if err := s.sizes.CheckJob(j, "jobs["+strconv.Itoa(i)+"]"); err != nil {
+			return nil, err
+		}
 		if job.ID != "" && !job.ServerID {
 			clientIDs[j.ID] = true
 		}

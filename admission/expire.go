@@ -101,7 +101,7 @@ func (s *Service) expire(j *ojs.Job, d deadline) (*ojs.Job, func(context.Context
 	nj := j.Clone()
 	if j.State == ojs.StateActive {
 		e.Attempt = j.Attempt
-		nj.Errors = append(nj.Errors, e)
+		nj.Errors = ojs.AppendError(nj.Errors, e, s.sizes.Errors)
 	}
 	nj.Error = &e
 	nj.State = ojs.StateDiscarded

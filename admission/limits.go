@@ -344,8 +344,10 @@ func (s *Service) materialize(ctx context.Context, j *ojs.Job) error {
 var errWritten = errors.New("record already written")
 
 // rescheduleLimited moves an available job refused by a limit to
-// scheduled at at (on_limit reschedule).
+// scheduled at at (on_limit reschedule), or at ojs.LatestTime when a
+// window's period puts at past it.
 func (s *Service) rescheduleLimited(ctx context.Context, j *ojs.Job, at time.Time) error {
+	at = ojs.Schedulable(at)
 	token := j.Internal.Token
 	nj, old, err := s.transition(ctx, j.ID, func(j *ojs.Job) (*ojs.Job, func(context.Context, *ojs.Job) error, error) {
 		if j.State != ojs.StateAvailable || j.Internal.Token != token {
@@ -381,7 +383,7 @@ func (s *Service) dropLimited(ctx context.Context, j *ojs.Job, r *limitRefusal) 
 		nj.DiscardedAt = ojs.NewTime(now)
 		msg := fmt.Sprintf("dropped by rate limit %s %q (%s limit reached; on_limit drop)", r.entry.Scope, r.entry.Key, r.denial.Strategy)
 		nj.Error = &ojs.JobError{Code: ojs.ErrorTypeRateLimited, Type: ojs.ErrorTypeRateLimited, Message: msg, At: ojs.NewTime(now)}
-		nj.Errors = append(nj.Errors, *nj.Error)
+		nj.Errors = ojs.AppendError(nj.Errors, *nj.Error, s.sizes.Errors)
 		nj.Internal.Token = jobstore.NewToken()
 		return nj, func(ctx context.Context, nj *ojs.Job) error {
 			return s.store.PutDead(ctx, jobstore.DeadEntry{JobID: nj.ID, Queue: nj.Queue, DiscardedAt: nj.DiscardedAt})

@@ -49,6 +49,10 @@ func (s *Service) ReportProgress(ctx context.Context, id string, u *ojs.Progress
 		if u.Checkpoint != nil {
 			nj.LastCheckpoint = u.Checkpoint
 		}
+		// The record budget's part for progress (issue 31).
+		if err := s.sizes.CheckProgress(nj); err != nil {
+			return nil, nil, err
+		}
 		nj.ProgressUpdatedAt = ojs.NewTime(now)
 		return nj, nil, nil
 	})

@@ -87,6 +87,13 @@ type Config struct {
 	// Hooks meet the job life cycle: enqueue and state changes (see
 	// Lifecycle; admission/unique is one).
 	Hooks []Lifecycle
+
+	// MaxPayload is the largest message the NATS server takes (default:
+	// the connection's max_payload, read at New). Job records are kept
+	// within it by the record budget of ojs.PayloadLimits: a job, an ack's
+	// result, a nack's error or a progress update over its part is a 413
+	// before anything is written (issue 31).
+	MaxPayload int64
 }
 
 func (c Config) withDefaults() Config {
@@ -146,6 +153,8 @@ type Service struct {
 	clock  Clock
 	events EventSink
 	met    Recorder
+	// sizes is the record budget (ojs.PayloadLimits) of Config.MaxPayload.
+	sizes ojs.PayloadLimits
 
 	started  time.Time
 	queues   *queueCache
@@ -192,7 +201,12 @@ func New(nc *nats.Conn, js jetstream.JetStream, assets *topology.Assets, cfg Con
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	sizes, err := ojs.NewPayloadLimits(cmp.Or(cfg.MaxPayload, nc.MaxPayload()))
+	if err != nil {
+		return nil, fmt.Errorf("admission: %w", err)
+	}
 	s := &Service{
+		sizes:    sizes,
 		claimers: newGoPool(claimerIdle),
 		cfg:      cfg,
 		snapAge:  snapAge,
@@ -215,6 +229,9 @@ func New(nc *nats.Conn, js jetstream.JetStream, assets *topology.Assets, cfg Con
 	s.bp = newBackpressure()
 	return s, nil
 }
+
+// PayloadLimits is the record budget jobs are kept within (issue 31).
+func (s *Service) PayloadLimits() ojs.PayloadLimits { return s.sizes }
 
 // Start begins watching queue config and handling fired timers. It returns
 // once the queue cache holds every existing queue.

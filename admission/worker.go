@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/jetgate/jetgate/admission/ojs"
@@ -14,6 +15,9 @@ import (
 // Ack completes an active job. A job that is not active (already acked,
 // stalled, cancelled) is a StateError: 409 for the worker.
 func (s *Service) Ack(ctx context.Context, req ojs.AckRequest) (*ojs.AckResult, error) {
+	// The record budget (issue 31): a result within its part of the
+	// reserve always lands; a larger one if the job's record has room.
+	small := s.sizes.CheckResult(req.Result)
 	nj, old, err := s.transition(ctx, req.JobID, func(j *ojs.Job) (*ojs.Job, func(context.Context, *ojs.Job) error, error) {
 		if !answers(j, req.Attempt, req.WorkerID) {
 			return nil, nil, lateResult(j, "acknowledge", req.Attempt, req.WorkerID)
@@ -33,6 +37,11 @@ func (s *Service) Ack(ctx context.Context, req ojs.AckRequest) (*ojs.AckResult, 
 		// describes it; the "errors" history keeps every attempt's error.
 		nj.Error = nil
 		endAttempt(nj)
+		if !small {
+			if err := s.sizes.CheckResultIn(nj); err != nil {
+				return nil, nil, err
+			}
+		}
 		return nj, nil, nil
 	})
 	if err != nil {
@@ -61,6 +70,13 @@ func (s *Service) Ack(ctx context.Context, req ojs.AckRequest) (*ojs.AckResult, 
 // discarded (dead letter) when attempts are exhausted or the error is not
 // retryable.
 func (s *Service) Nack(ctx context.Context, req ojs.NackRequest) (*ojs.NackResult, error) {
+	// The record budget's part for an error (issue 31), measured as the
+	// error is stored: with its attempt and time.
+	stored := req.Error
+	stored.Attempt, stored.At = math.MaxInt32, ojs.NewTime(s.now())
+	if err := s.sizes.CheckError(stored); err != nil {
+		return nil, err
+	}
 	var re reentry
 	nj, old, err := s.transition(ctx, req.JobID, func(j *ojs.Job) (*ojs.Job, func(context.Context, *ojs.Job) error, error) {
 		if !answers(j, req.Attempt, req.WorkerID) {
@@ -110,11 +126,13 @@ func (s *Service) failed(j *ojs.Job, e ojs.JobError, re *reentry) (*ojs.Job, fun
 	e.At = ojs.NewTime(now)
 	nj := j.Clone()
 	nj.Error = &e
-	nj.Errors = append(nj.Errors, e)
+	nj.Errors = ojs.AppendError(nj.Errors, e, s.sizes.Errors)
 	nj.MaxAttempts = maxAttempts
 	endAttempt(nj)
 	retry := (e.Retryable == nil || *e.Retryable) && !policy.NonRetryable(e.Kind()) && j.Attempt < maxAttempts
-	next := now.Add(policy.Delay(j.Attempt))
+	// A backoff of a few hundred years ends at the latest time JetStream
+	// can schedule, not past it (where it would wrap around).
+	next := ojs.Schedulable(now.Add(policy.Delay(j.Attempt)))
 	if end, ok := j.TotalDeadline(); retry && ok {
 		// ojs-timeouts.md 9.1: a retry that cannot finish before the total
 		// timeout is not scheduled; the total timeout wins over

@@ -15,8 +15,10 @@
 //     httpbind calls them (wire.go gives them short local names);
 //   - the headers every response carries (Content-Type
 //     application/openjobspec+json on JSON bodies, OJS-Version, X-Request-Id),
-//     the request Content-Type and OJS-Version checks, body size limits and
-//     panic recovery;
+//     the request Content-Type and OJS-Version checks, body size limits (413
+//     naming the limit and the size), the check of every POST, PUT, PATCH
+//     and DELETE body for text that is not UTF-8 and keys given twice
+//     (wire.CheckBody, before the handler), and panic recovery;
 //   - writing the single mapping from domain errors to HTTP status, OJS
 //     error code and envelope (wire.Classify, written by writeError in
 //     errors.go), including the 429 hook (RateLimitedError).
@@ -55,7 +57,8 @@
 //     visibility_timeout_ms applies; Config.DefaultHeartbeatTimeout is only
 //     published in the manifest.
 //   - ack "result" may be any JSON value; nack "error" may be the binding's
-//     object, the worker protocol's {type, message, backtrace}, or a string.
+//     object, the worker protocol's {type, message, backtrace}, or a string
+//     or a number, taken as the message.
 //   - Heartbeat ids that are not job ids are dropped before the backend.
 //   - Events: "types", "queues" and "job_types" (ojs-events.md 6.4) are
 //     comma-separated lists that combine; "after" answers 422 unsupported

@@ -87,10 +87,23 @@ func errMethodNotAllowed(r *http.Request, allowed []string) error {
 			r.Method, r.URL.Path, strings.Join(allowed, ", ")),
 		Details: map[string]any{"method": r.Method, "allowed": allowed},
 		Header:  http.Header{"Allow": {strings.Join(allowed, ", ")}},
+		Hint:    methodHint(r),
 	}
 }
 
-func errTooLarge(limit int64) error { return wire.ErrTooLarge(limit) }
+// methodHint points a request that reads a collection the binding only
+// writes to where it can be read: GET /ojs/v1/jobs lists nothing (the core
+// binding enqueues there), the admin API lists jobs (issue 31). Other
+// 405s keep the default hint (the Allow header).
+func methodHint(r *http.Request) string {
+	if (r.Method == http.MethodGet || r.Method == http.MethodHead) && strings.TrimSuffix(r.URL.Path, "/") == "/ojs/v1/jobs" {
+		return "POST /ojs/v1/jobs enqueues a job; to list jobs use GET /ojs/v1/admin/jobs (filters: queue, state, type)."
+	}
+	return ""
+}
+
+// errTooLarge is the 413 of a body of size bytes (0: unknown) over limit.
+func errTooLarge(limit, size int64) error { return wire.ErrTooLarge(limit, size) }
 
 func errUnsupported(msg string, details map[string]any) error {
 	return wire.ErrUnsupported(msg, details)

@@ -191,14 +191,26 @@ func checkContentType(r *http.Request) error {
 	}
 }
 
-// limitBody bounds the request body of h to n bytes (413 above).
+// limitBody bounds the request body of h to n bytes (413 above). The body
+// of a method that carries one is read and checked (readBody) before h
+// runs, so that every such route refuses text that is not UTF-8 and keys
+// given twice alike, also one whose handler reads no field (issue 31).
 func (s *server) limitBody(n int64, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if r.ContentLength > n {
-			s.writeError(w, r, errTooLarge(n))
+			s.writeError(w, r, errTooLarge(n, r.ContentLength))
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, n)
+		switch r.Method {
+		case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+			b, err := readBody(r)
+			if err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+			r.Body = newCheckedBody(b)
+		}
 		h(w, r)
 	}
 }

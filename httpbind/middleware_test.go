@@ -71,6 +71,30 @@ func TestHeaders_MethodNotAllowed_405(t *testing.T) {
 	}
 }
 
+// Issue 31: GET /ojs/v1/jobs (a listing a new user tries first) answers
+// 405 with a hint that names where jobs are listed, GET /ojs/v1/admin/jobs.
+func TestIssue31GetJobsHintsAdminListing(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{})
+	for _, path := range []string{"/ojs/v1/jobs", "/ojs/v1/jobs/"} {
+		r := b.do(t, http.MethodGet, path, "", nil)
+		if r.StatusCode == http.StatusNotFound && path == "/ojs/v1/jobs/" {
+			continue // the router does not serve the trailing slash at all
+		}
+		r.wantError(t, http.StatusMethodNotAllowed, ojs.CodeInvalidRequest, false)
+		e, _ := r.body["error"].(map[string]any)
+		if hint, _ := e["hint"].(string); !strings.Contains(hint, "GET /ojs/v1/admin/jobs") {
+			t.Errorf("GET %s: hint %q does not name GET /ojs/v1/admin/jobs", path, hint)
+		}
+	}
+	// Other 405s keep the hint about the Allow header.
+	r := b.do(t, http.MethodGet, "/ojs/v1/workers/fetch", "", nil)
+	r.wantError(t, http.StatusMethodNotAllowed, ojs.CodeInvalidRequest, false)
+	if e, _ := r.body["error"].(map[string]any); !strings.Contains(e["hint"].(string), "Allow") {
+		t.Errorf("GET /ojs/v1/workers/fetch: hint %v", e["hint"])
+	}
+}
+
 // A panic in the backend answers a 500 backend_error envelope with the usual
 // headers, leaks nothing, and is logged with its stack.
 func TestHeaders_Panic_500(t *testing.T) {

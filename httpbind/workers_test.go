@@ -156,15 +156,20 @@ func TestNack_10_3(t *testing.T) {
 		t.Errorf("NackRequest = %+v", got)
 	}
 
-	b.do(t, http.MethodPost, "/ojs/v1/workers/nack", `{"job_id":"`+id+`","error":"boom"}`, nil).
-		wantStatus(t, http.StatusOK)
-	if b.fake.nackReq.Error.Message != "boom" {
-		t.Errorf("string error = %+v", b.fake.nackReq.Error)
+	// Issue 31: a string and a number are treated alike, each taken as
+	// the message (the number as written).
+	for raw, msg := range map[string]string{`"boom"`: "boom", `5`: "5", `-1.5e3`: "-1.5e3", `"5"`: "5"} {
+		b.do(t, http.MethodPost, "/ojs/v1/workers/nack", `{"job_id":"`+id+`","error":`+raw+`}`, nil).
+			wantStatus(t, http.StatusOK)
+		if e := b.fake.nackReq.Error; e.Message != msg || e.Code != "" || e.Retryable != nil {
+			t.Errorf("error %s = %+v, want message %q", raw, e, msg)
+		}
 	}
 
 	for body, field := range map[string]string{
 		`{"job_id":"` + id + `"}`:                             "error",
-		`{"job_id":"` + id + `","error":5}`:                   "error",
+		`{"job_id":"` + id + `","error":true}`:                "error",
+		`{"job_id":"` + id + `","error":["x"]}`:               "error",
 		`{"job_id":"` + id + `","error":{"code":1}}`:          "error.code",
 		`{"job_id":"` + id + `","error":{"retryable":"yes"}}`: "error.retryable",
 		`{"error":{"code":"x","message":"y"}}`:                "job_id",

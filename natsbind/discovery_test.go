@@ -82,29 +82,53 @@ func TestIssue19DiscoveryShowsEveryEndpoint(t *testing.T) {
 		}
 	}
 
-	// `nats micro stats ojs`: every endpoint, and its request counted in
-	// its data.
+	// `nats micro stats ojs`: every endpoint, and its requests counted,
+	// error replies as errors (issue 31: micro's num_errors stayed 0 after
+	// 400 and 404 replies), in micro's numbers and in the data.
 	f.nats("jobs.get", map[string]any{"id": unknownID})
+	f.nats("jobs.get", map[string]any{"id": 5})
+	f.nats("health", map[string]any{})
 	var stats micro.Stats
 	f.discover(micro.StatsVerb, &stats)
 	if len(stats.Endpoints) != len(subjects) {
 		t.Fatalf("STATS shows %d endpoints, INFO %d", len(stats.Endpoints), len(subjects))
 	}
+	if stats.Name != "ojs" || stats.Type != micro.StatsResponseType || stats.Started.IsZero() {
+		t.Fatalf("STATS %+v", stats.ServiceIdentity)
+	}
+	seen := 0
 	for _, e := range stats.Endpoints {
-		if e.Subject != "ojs.v1.jobs.get" {
-			continue
-		}
 		var d struct {
 			Requests  int    `json:"requests"`
 			Errors    int    `json:"errors"`
 			LastError string `json:"last_error"`
 		}
-		if err := json.Unmarshal(e.Data, &d); err != nil || d.Requests != 1 || d.Errors != 1 || d.LastError != "not_found" {
-			t.Fatalf("jobs.get stats data %s (%v), want 1 request, 1 error not_found", e.Data, err)
+		switch e.Subject {
+		case "ojs.v1.jobs.get":
+			seen++
+			if e.NumRequests != 2 || e.NumErrors != 2 || e.LastError != "400:invalid_request" || e.ProcessingTime <= 0 ||
+				e.AverageProcessingTime != e.ProcessingTime/2 {
+				t.Errorf("jobs.get stats %+v, want 2 requests, 2 errors, the last 400:invalid_request", e)
+			}
+			if err := json.Unmarshal(e.Data, &d); err != nil || d.Requests != 2 || d.Errors != 2 || d.LastError != "invalid_request" {
+				t.Errorf("jobs.get stats data %s (%v), want 2 requests, 2 errors, invalid_request", e.Data, err)
+			}
+		case "ojs.v1.health":
+			seen++
+			if e.NumRequests != 1 || e.NumErrors != 0 || e.LastError != "" {
+				t.Errorf("health stats %+v, want 1 request, no error", e)
+			}
 		}
-		return
 	}
-	t.Fatal("STATS lacks ojs.v1.jobs.get")
+	if seen != 2 {
+		t.Fatal("STATS lacks ojs.v1.jobs.get or ojs.v1.health")
+	}
+	// PING answers with the same identity.
+	var ping micro.Ping
+	f.discover(micro.PingVerb, &ping)
+	if ping.Name != "ojs" || ping.ID != stats.ID || ping.Type != micro.PingResponseType || ping.Version != app.Version {
+		t.Errorf("PING %+v, STATS id %s", ping, stats.ID)
+	}
 }
 
 // Issue 19: a deployment prefix replaces ojs.v1 in every subject.

@@ -95,6 +95,17 @@
 // their own subjects (jetstream/events). Progress streams (SSE) have no
 // request/reply form; subscribe to the job's events instead.
 //
+// # Sizes
+//
+// A request is at most the server's max_payload (the client cannot send
+// more) and Config.MaxBodyBytes; the parts jetgate keeps have the limits
+// of the record budget (ojs.PayloadLimits), 413 payload_too_large naming
+// the part, the limit and the size, as over HTTP. A reply must fit
+// max_payload too: jobs.batch refuses (413, field "jobs") a batch whose
+// reply would not, before any of its jobs is stored. (A workers.fetch of
+// many large jobs can still make a reply over max_payload, which is then
+// lost; fetch fewer at a time.)
+//
 // # Batch worker calls and waiting fetches
 //
 // workers.ackbatch and workers.nackbatch run one ack or nack per item (each
@@ -115,12 +126,17 @@
 //
 // # Concurrency
 //
-// micro calls an endpoint's handler on its subscription's goroutine, one
-// request at a time; natsbind serves each request on its own goroutine (at
-// most Config.MaxInFlight at once), so a waiting fetch never holds up
-// another request. Replies are sent directly, so micro's own error
-// counters stay 0: `nats micro stats ojs` shows natsbind's counts
-// (requests, errors, last_error, processing_time) in each endpoint's data.
+// A subscription delivers its requests one at a time; natsbind serves
+// each request on its own goroutine (at most Config.MaxInFlight at once),
+// so a waiting fetch never holds up another request. nats.go's micro
+// package counts a request when its handler returns, which here is before
+// the reply: every request counted as a success taking no time. So
+// natsbind speaks the services protocol itself (micro.go: the endpoint
+// subscriptions and the $SRV PING, INFO and STATS answers, in micro's
+// types), and `nats micro stats ojs` counts each request when its reply
+// is sent: num_errors counts error replies (400, 404, 503, ...),
+// last_error is "<status>:<code>", processing_time runs from arrival to
+// reply; each endpoint's data adds the requests in flight (issue 31).
 // Stop drains the subscriptions, ends fetch waits and waits for every
 // request in flight.
 package natsbind

@@ -3,6 +3,7 @@ package natsbind
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/jetgate/jetgate/admission/authz"
@@ -150,9 +151,20 @@ func (s *Service) enqueue(c *call) (any, error) {
 	return jobReply(job.Public())
 }
 
-// enqueueBatch is PUSH (batch): {"jobs": [...]}, all or nothing.
+// enqueueBatch is PUSH (batch): {"jobs": [...]}, all or nothing. A batch
+// whose reply (every job, with the fields the server adds) could not be
+// sent within the server's max_payload is refused before it is enqueued:
+// its jobs would be stored and the client, never answered, would send
+// them again.
 func (s *Service) enqueueBatch(c *call) (any, error) {
-	jobs, rep, err := push(c, wire.DecodeBatch, s.b.EnqueueBatch)
+	decode := func(b []byte) ([]*ojs.Job, error) {
+		jobs, err := wire.DecodeBatch(b)
+		if err != nil {
+			return nil, err
+		}
+		return jobs, s.checkBatchReply(jobs)
+	}
+	jobs, rep, err := push(c, decode, s.b.EnqueueBatch)
 	if err != nil {
 		return nil, err
 	}
@@ -160,6 +172,36 @@ func (s *Service) enqueueBatch(c *call) (any, error) {
 	out := wire.PublicJobs(jobs)
 	return wire.BatchReply{Jobs: out, Count: len(out)}, nil
 }
+
+// batchReplyPerJob is room for what the server adds to a job of a batch
+// before it answers it (state, attempts, timestamps, the trace context).
+const batchReplyPerJob = 320
+
+// checkBatchReply refuses (413) a batch whose reply would exceed the
+// server's max_payload (issue 31), naming that limit and the reply's size.
+func (s *Service) checkBatchReply(jobs []*ojs.Job) error {
+	limit := s.nc.MaxPayload() - replyHeaders
+	size := int64(len(`{"jobs":[],"count":}`) + 8)
+	buf := ojs.GetBuffer()
+	defer ojs.PutBuffer(buf)
+	for _, j := range jobs {
+		b, err := j.AppendPublicJSON((*buf)[:0])
+		if err != nil {
+			return err
+		}
+		*buf = b
+		size += int64(len(b)) + batchReplyPerJob + 1
+	}
+	if size <= limit {
+		return nil
+	}
+	return &ojs.TooLargeError{Field: "jobs", What: "batch reply", Limit: limit, Size: size,
+		Hint: fmt.Sprintf("Send fewer jobs per batch: the reply, every job with the fields the server adds, "+
+			"must fit the NATS server's max_payload of %d bytes (or enqueue over HTTP).", s.nc.MaxPayload())}
+}
+
+// replyHeaders is room for the headers of a reply.
+const replyHeaders = 512
 
 // push decodes an enqueue's body and enqueues it, waiting for room in a
 // full queue as the header OJS-Block-Timeout asks; it returns the report

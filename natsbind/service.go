@@ -46,7 +46,7 @@ type Service struct {
 	log *slog.Logger
 	eps []endpoint
 
-	svc micro.Service
+	svc *microService
 
 	// base is the parent of every request's context; cancelled by Stop
 	// after the in-flight requests ended.
@@ -63,15 +63,18 @@ type Service struct {
 	stopOnce sync.Once
 }
 
-// endpointStats are the counts a reply path keeps itself: requests are
-// served on their own goroutines, so micro's own error counters (which
-// only see synchronous replies) are not used. STATS shows them as data.
+// endpointStats are the counts of an endpoint, kept when a reply is sent
+// (requests are served on their own goroutines): STATS shows them as
+// micro's numbers (num_requests, num_errors, last_error, processing_time)
+// and as the endpoint's data, with the requests in flight.
 type endpointStats struct {
 	Requests  int64         `json:"requests"`
 	InFlight  int64         `json:"in_flight"`
 	Errors    int64         `json:"errors"`
-	LastError string        `json:"last_error,omitempty"`
+	LastError string        `json:"last_error,omitempty"` // the OJS error code
 	Time      time.Duration `json:"processing_time"`
+	// lastErrorFull is micro's form of the last error, "<status>:<code>".
+	lastErrorFull string
 }
 
 // New returns the NATS binding over b on nc. Start serves it.
@@ -90,35 +93,30 @@ func New(nc *nats.Conn, b Backend, cfg Config) (*Service, error) {
 	return s, nil
 }
 
-// Start registers the micro service and its endpoints on the connection.
+// Start registers the service and its endpoints on the connection
+// (microService: the NATS services protocol, so `nats micro ls|info|stats`
+// see it).
 func (s *Service) Start(ctx context.Context) error {
 	if s.svc != nil {
 		return errors.New("natsbind: already started")
 	}
-	svc, err := micro.AddService(s.nc, micro.Config{
+	for _, ep := range s.eps {
+		s.stats[ep.name] = &endpointStats{}
+	}
+	svc, err := newMicroService(s.nc, micro.Config{
 		Name:        ServiceName,
 		Version:     serviceVersion(s.cfg.Version),
 		Description: "Open Job Spec operations of jetgate (same bodies and error envelopes as the HTTP binding)",
 		Metadata:    map[string]string{"prefix": s.cfg.Prefix, "ojs_version": ProtocolVersion, "jetgate_version": s.cfg.Version},
 		QueueGroup:  s.cfg.QueueGroup,
-		StatsHandler: func(e *micro.Endpoint) any {
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			if st, ok := s.stats[e.Name]; ok {
-				return *st
-			}
-			return endpointStats{}
-		},
-	})
+	}, s.endpointStats)
 	if err != nil {
-		return fmt.Errorf("natsbind: add micro service: %w", err)
+		return fmt.Errorf("natsbind: add service: %w", err)
 	}
 	for _, ep := range s.eps {
-		s.stats[ep.name] = &endpointStats{}
 		md := map[string]string{"operation": ep.op.String(), "http": ep.http}
-		if err := svc.AddEndpoint(ep.name, s.dispatch(ep), micro.WithEndpointSubject(s.Subject(ep.subject)),
-			micro.WithEndpointMetadata(md)); err != nil {
-			_ = svc.Stop()
+		if err := svc.addEndpoint(ep.name, s.Subject(ep.subject), md, s.dispatch(ep)); err != nil {
+			_ = svc.stop()
 			return fmt.Errorf("natsbind: add endpoint %s: %w", ep.name, err)
 		}
 	}
@@ -132,7 +130,7 @@ func (s *Service) Start(ctx context.Context) error {
 		defer cancel()
 	}
 	if err := s.nc.FlushWithContext(ctx); err != nil {
-		_ = svc.Stop()
+		_ = svc.stop()
 		s.svc = nil
 		return fmt.Errorf("natsbind: flush subscriptions: %w", err)
 	}
@@ -141,13 +139,23 @@ func (s *Service) Start(ctx context.Context) error {
 	return nil
 }
 
+// endpointStats is a copy of the counts of the endpoint named name.
+func (s *Service) endpointStats(name string) endpointStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st, ok := s.stats[name]; ok {
+		return *st
+	}
+	return endpointStats{}
+}
+
 // Stop stops taking requests (micro drains the subscriptions), ends the
 // waits of fetches in flight (they answer what they claimed), waits for
 // every request in flight and releases the service. Safe to call twice.
 func (s *Service) Stop() {
 	s.stopOnce.Do(func() {
 		if s.svc != nil {
-			if err := s.svc.Stop(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
+			if err := s.svc.stop(); err != nil {
 				s.log.Warn("stop NATS API", "error", err)
 			}
 		}
@@ -179,12 +187,11 @@ func (s *Service) Subjects() []string {
 	return out
 }
 
-// dispatch serves each request on its own goroutine (micro calls a
-// handler on the subscription's one goroutine, and a fetch may wait), at
-// most MaxInFlight at once: beyond that the subscription buffers.
-func (s *Service) dispatch(ep endpoint) micro.Handler {
-	return micro.HandlerFunc(func(req micro.Request) {
-		msg := &nats.Msg{Subject: req.Subject(), Reply: req.Reply(), Data: req.Data(), Header: nats.Header(req.Headers())}
+// dispatch serves each request on its own goroutine (a subscription
+// delivers its messages one at a time, and a fetch may wait), at most
+// MaxInFlight at once: beyond that the subscription buffers.
+func (s *Service) dispatch(ep endpoint) func(*nats.Msg) {
+	return func(msg *nats.Msg) {
 		select {
 		case s.sem <- struct{}{}:
 		case <-s.stopping:
@@ -204,14 +211,21 @@ func (s *Service) dispatch(ep endpoint) micro.Handler {
 			defer func() { <-s.sem; s.wg.Done() }()
 			s.serve(ep, msg)
 		}()
-	})
+	}
 }
 
 // refuse answers a request that arrived while the service stops: 503,
 // retryable, so the client sends it again to another jetgate process.
 func (s *Service) refuse(ep endpoint, msg *nats.Msg) {
+	start := time.Now()
+	s.mu.Lock()
+	if st := s.stats[ep.name]; st != nil {
+		st.InFlight++
+	}
+	s.mu.Unlock()
 	c := &call{hdr: msg.Header, out: nats.Header{}, requestID: requestID(msg.Header)}
-	s.replyError(ep, msg, c, ojs.ErrShuttingDown)
+	code := s.replyError(ep, msg, c, ojs.ErrShuttingDown)
+	s.count(ep, time.Since(start), c.out.Get(micro.ErrorCodeHeader), code)
 }
 
 // call is one request as a handler sees it.
@@ -261,7 +275,7 @@ func (s *Service) serve(ep endpoint, msg *nats.Msg) {
 		code = s.reply(ep, msg, c, v)
 	}
 	endSpan(c.out.Get(micro.ErrorCodeHeader), code)
-	s.count(ep, time.Since(start), code)
+	s.count(ep, time.Since(start), c.out.Get(micro.ErrorCodeHeader), code)
 }
 
 // run checks access and size, then calls the handler; a panic answers 500.
@@ -281,7 +295,10 @@ func (s *Service) run(ep endpoint, c *call) (v any, err error) {
 		limit = s.cfg.MaxBatchBodyBytes
 	}
 	if int64(len(c.data)) > limit {
-		return nil, wire.ErrTooLarge(limit)
+		return nil, wire.ErrTooLarge(limit, int64(len(c.data)))
+	}
+	if err := wire.CheckBody(c.data); err != nil {
+		return nil, err
 	}
 	if ep.noBody {
 		// It reads nothing, but a body that is not a JSON object is
@@ -385,7 +402,9 @@ func (s *Service) send(msg *nats.Msg, c *call, body []byte) {
 	}
 }
 
-func (s *Service) count(ep endpoint, d time.Duration, code string) {
+// count records a request answered: with an error reply when code (the
+// OJS error code; status is the Nats-Service-Error-Code sent) is set.
+func (s *Service) count(ep endpoint, d time.Duration, status, code string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.stats[ep.name]
@@ -398,6 +417,7 @@ func (s *Service) count(ep endpoint, d time.Duration, code string) {
 	if code != "" {
 		st.Errors++
 		st.LastError = code
+		st.lastErrorFull = status + ":" + code
 	}
 }
 

@@ -1,6 +1,7 @@
 package cron
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -41,13 +42,16 @@ func validate(cj *ojs.CronJob, now time.Time) (*Schedule, time.Time, error) {
 	if !validName(cj.Name) {
 		return nil, time.Time{}, &ojs.ValidationError{Field: "name", Rule: nameRule, Received: quote(cj.Name)}
 	}
+	// The expression is named by the field the client sent it in: cron
+	// (the binding) or expression (openapi.yaml).
+	field := cmp.Or(cj.CronField, "cron")
 	if strings.TrimSpace(cj.Cron) == "" {
-		return nil, time.Time{}, &ojs.ValidationError{Field: "cron", Rule: "a 5-field cron expression or a shorthand such as @daily (required)"}
+		return nil, time.Time{}, &ojs.ValidationError{Field: field, Rule: "a 5-field cron expression or a shorthand such as @daily (required)"}
 	}
 	sched, err := Parse(cj.Cron)
 	if err != nil {
-		return nil, time.Time{}, &ojs.ValidationError{Field: "cron", Rule: "a 5-field cron expression or a shorthand such as @daily",
-			Received: quote(cj.Cron), Message: fmt.Sprintf("field 'cron' is not a valid cron expression: %v", err)}
+		return nil, time.Time{}, &ojs.ValidationError{Field: field, Rule: "a 5-field cron expression or a shorthand such as @daily",
+			Received: quote(cj.Cron), Message: fmt.Sprintf("field '%s' is not a valid cron expression: %v", field, err)}
 	}
 	if cj.Timezone == "" {
 		cj.Timezone = "UTC"
@@ -70,7 +74,7 @@ func validate(cj *ojs.CronJob, now time.Time) (*Schedule, time.Time, error) {
 	}
 	next := sched.Next(now, loc)
 	if next.IsZero() {
-		return nil, time.Time{}, &ojs.ValidationError{Field: "cron", Rule: "an expression that matches a time within the next 30 years", Received: quote(cj.Cron)}
+		return nil, time.Time{}, &ojs.ValidationError{Field: field, Rule: "an expression that matches a time within the next 30 years", Received: quote(cj.Cron)}
 	}
 	return sched, next, nil
 }
@@ -103,6 +107,9 @@ func (s *Scheduler) CronRegister(ctx context.Context, cj ojs.CronJob) (*ojs.Cron
 	if err != nil {
 		return nil, err
 	}
+	if err := s.checkSize(r, b); err != nil {
+		return nil, err
+	}
 	if err := s.schedule(ctx, r); err != nil {
 		return nil, err
 	}
@@ -115,6 +122,29 @@ func (s *Scheduler) CronRegister(ctx context.Context, cj ojs.CronJob) (*ojs.Cron
 	}
 	out := r.CronJob
 	return &out, nil
+}
+
+// checkSize refuses, before anything is written (issue 31), a definition
+// whose record (b) would not fit the NATS server's max_payload, or whose
+// job could never be enqueued: its template over the job limit of the
+// record budget (ojs.PayloadLimits), with room for the fields the server
+// adds at enqueue.
+func (s *Scheduler) checkSize(r *record, b []byte) error {
+	const headroom = 1 << 10 // headers; the server's fields of a new job
+	limits, err := ojs.NewPayloadLimits(s.js.Conn().MaxPayload())
+	if err != nil {
+		return err
+	}
+	if size := int64(len(b)); size > limits.MaxPayload-headroom {
+		return &ojs.TooLargeError{What: "cron job as stored", Limit: limits.MaxPayload - headroom, Size: size,
+			Hint: "Send a smaller cron job: pass large data to its jobs by reference."}
+	}
+	tpl, err := r.template()
+	if err != nil {
+		return err
+	}
+	limits.Job, limits.Reserve = limits.Job-headroom, limits.Reserve+headroom
+	return limits.CheckJob(tpl, "")
 }
 
 // unschedule removes the schedule of a registration that does not exist

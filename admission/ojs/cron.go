@@ -28,6 +28,11 @@ type CronJob struct {
 	LastRunAt     *Time           `json:"last_run_at,omitempty"`
 	// LastJobID is the job enqueued by the last tick that ran.
 	LastJobID string `json:"last_job_id,omitempty"`
+	// CronField is the request field the expression came from, "cron"
+	// (the binding) or "expression" (openapi.yaml), so that an error
+	// about it names the field the client sent ("" reads as "cron").
+	// Not stored.
+	CronField string `json:"-"`
 }
 
 // CronPage is a page of GET /ojs/v1/cron (13.1).

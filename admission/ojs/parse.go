@@ -402,12 +402,15 @@ func parseSchedule(j *Job, top, opts object) error {
 }
 
 const timeRule = `an RFC 3339 timestamp with a time zone, such as "2026-03-01T09:00:00Z", ` +
-	`or "+" and an ISO 8601 duration from now, such as "+PT5S"`
+	`or "+" and an ISO 8601 duration from now, such as "+PT5S" or "+P1M"`
 
 // parseTime reads an RFC 3339 timestamp with a zone designator, keeping its
 // text for the echo (time.go), or a relative "+<ISO 8601 duration>" counted
-// from now. The instant is in UTC, truncated to milliseconds: the precision
-// jetgate stores, so a job reads back exactly as stored.
+// from now (RelativeTime). The instant is in UTC, truncated to
+// milliseconds: the precision jetgate stores, so a job reads back exactly
+// as stored. A time past LatestTime, the latest jetgate can schedule, is
+// refused naming the field and that time (issue 31: it would wrap around
+// in JetStream and fire at once).
 func parseTime(c cand, now time.Time) (Time, bool, error) {
 	s, ok := stringValue(c.raw)
 	if !ok {
@@ -415,11 +418,14 @@ func parseTime(c cand, now time.Time) (Time, bool, error) {
 	}
 	var t Time
 	if rel, ok := strings.CutPrefix(s, "+"); ok {
-		d, err := ParseISODuration(rel)
-		if err != nil || d < 0 {
+		at, far, err := RelativeTime(rel, now)
+		switch {
+		case far:
+			return Time{}, false, TimeTooLate(c.path(), shorten(s))
+		case err != nil:
 			return Time{}, false, invalid(c, timeRule)
 		}
-		t = *NewTime(now.Add(d).Truncate(time.Millisecond))
+		t = *NewTime(at.Truncate(time.Millisecond))
 	} else {
 		var err error
 		if t, err = readTime(s); err != nil {
@@ -428,6 +434,9 @@ func parseTime(c cand, now time.Time) (Time, bool, error) {
 	}
 	if y := t.Year(); y < 0 || y > 9999 {
 		return Time{}, false, invalid(c, "a timestamp between years 0000 and 9999 UTC")
+	}
+	if t.After(LatestTime) {
+		return Time{}, false, TimeTooLate(c.path(), shorten(s))
 	}
 	return t, true, nil
 }

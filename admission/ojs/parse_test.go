@@ -797,6 +797,11 @@ func FuzzParseJob(f *testing.F) {
 			j.Priority > MaxPriority || j.Retry == nil || j.MaxAttempts != j.Retry.MaxAttempts {
 			t.Fatalf("ParseJob accepted an invalid job: %+v", j)
 		}
+		for _, at := range []*Time{j.ScheduledAt, j.ExpiresAt} {
+			if at != nil && at.After(LatestTime) { // issue 31: it would fire at once
+				t.Fatalf("ParseJob accepted %v, past %s", at.Time, LatestTimeText)
+			}
+		}
 		assertRoundTrip(t, j)
 	})
 }

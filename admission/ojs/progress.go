@@ -57,7 +57,7 @@ func ParseProgressUpdate(raw []byte) (*ProgressUpdate, error) {
 			return nil, wrongKind(c, "a string")
 		}
 		if len(s) > MaxProgressMessageBytes {
-			return nil, &ValidationError{Field: "message", Rule: "a string of at most 4 KiB", Received: "a longer string"}
+			return nil, progressTooLarge("message", "progress message", MaxProgressMessageBytes, len(s))
 		}
 		u.Message = &s
 	}
@@ -73,7 +73,7 @@ func ParseProgressUpdate(raw []byte) (*ProgressUpdate, error) {
 			return nil, wrongKind(c, "a JSON object")
 		}
 		if len(c.raw) > MaxProgressDataBytes {
-			return nil, &ValidationError{Field: f.name, Rule: "at most 16 KiB of JSON", Received: "a larger object"}
+			return nil, progressTooLarge(f.name, "progress "+f.name, MaxProgressDataBytes, len(c.raw))
 		}
 		*f.dst = c.raw
 	}
@@ -82,6 +82,15 @@ func ParseProgressUpdate(raw []byte) (*ProgressUpdate, error) {
 			Message: "a progress update needs 'progress' (0.0 to 1.0), 'message' (a string) or 'data' (an object)"}
 	}
 	return u, nil
+}
+
+// progressTooLarge is the 413 of a progress field over its limit (issue
+// 31: every size limit answers 413, naming the limit and the size). The
+// record budget bounds the fields a job keeps together too
+// (PayloadLimits.CheckProgress).
+func progressTooLarge(field, what string, limit, size int) error {
+	return &TooLargeError{Field: field, What: what, Limit: int64(limit), Size: int64(size),
+		Hint: "Send less progress: pass large state by reference (a progress message takes at most 4 KiB, data and a checkpoint 16 KiB each)."}
 }
 
 // clampedFraction reads a JSON number clamped to [0, 1] (PRG-002); a number

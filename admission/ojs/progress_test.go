@@ -1,6 +1,7 @@
 package ojs
 
 import (
+	"errors"
 	"strings"
 	"testing"
 )
@@ -29,11 +30,27 @@ func TestParseProgressUpdateMessageAndClamping(t *testing.T) {
 	}
 	runErrCases(t, func(b []byte) error { _, err := ParseProgressUpdate(b); return err }, []errCase{
 		{"message number", `{"progress":0.5,"message":5}`, "message", []string{"a string", "received number"}},
-		{"message too long", `{"message":"` + strings.Repeat("x", MaxProgressMessageBytes+1) + `"}`, "message", []string{"4 KiB"}},
 		{"progress string", `{"progress":"50%"}`, "progress", []string{"number"}},
 		{"nothing", `{"checkpoint":{}}`, "progress", []string{"'message'"}},
 		{"unknown field", `{"progress":0.5,"percent":50}`, "percent", []string{"message"}},
 	})
+}
+
+// Issue 31: a progress field over its limit is a 413 naming the field,
+// the limit and the size, not a 400.
+func TestParseProgressUpdateTooLarge(t *testing.T) {
+	t.Parallel()
+	for body, want := range map[string]TooLargeError{
+		`{"message":"` + strings.Repeat("x", MaxProgressMessageBytes+1) + `"}`:   {Field: "message", Limit: 4096, Size: 4097},
+		`{"data":{"d":"` + strings.Repeat("x", MaxProgressDataBytes) + `"}}`:     {Field: "data", Limit: 16384, Size: 16392},
+		`{"progress":1,"checkpoint":{"c":"` + strings.Repeat("x", 1<<14) + `"}}`: {Field: "checkpoint", Limit: 16384, Size: 16392},
+	} {
+		_, err := ParseProgressUpdate([]byte(body))
+		var te *TooLargeError
+		if !errors.As(err, &te) || te.Field != want.Field || te.Limit != want.Limit || te.Size != want.Size || te.Hint == "" {
+			t.Errorf("%.40s...: %v, want 413 naming %s, %d and %d", body, err, want.Field, want.Limit, want.Size)
+		}
+	}
 }
 
 // The message is kept on the record and shown by GET .../progress; a job

@@ -2,6 +2,10 @@ package ojs
 
 import (
 	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -129,3 +133,125 @@ func readOwnTime(s string) (time.Time, bool) {
 
 // equal reports whether t and u are the same instant, whatever their text.
 func (t Time) equal(u Time) bool { return t.Time.Equal(u.Time) }
+
+// LatestTime is the latest instant jetgate can schedule: JetStream keeps
+// the time of a message schedule and a message's TTL deadline as
+// nanoseconds since 1970 in an int64 (nats-server's "@at" schedules are
+// stored with UnixNano), which ends at 2262-04-11T23:47:16.854775807Z;
+// jetgate keeps milliseconds. A later instant would wrap around and fire
+// at once (issue 31), so a client's time past it is refused (400, naming
+// the field and this time) and a deadline a duration puts past it is kept
+// at it (Schedulable).
+var LatestTime = time.Unix(0, math.MaxInt64).UTC().Truncate(time.Millisecond)
+
+// LatestTimeText is LatestTime as errors and docs write it.
+var LatestTimeText = NewTime(LatestTime).String()
+
+// Schedulable returns t, or LatestTime when t is later: the instant a
+// timer, message schedule or deadline is written for. Every instant a
+// client gives is at most LatestTime already (parse.go); this bounds the
+// deadlines durations make (a timeout, a backoff, a rate limit period of
+// a few hundred years), which then end at LatestTime instead of wrapping
+// around to the past.
+func Schedulable(t time.Time) time.Time {
+	if t.After(LatestTime) {
+		return LatestTime
+	}
+	return t
+}
+
+// SchedulableTTL returns ttl, shortened so that a message stored now with
+// it expires a day before LatestTime at the latest (JetStream adds the TTL
+// to the message's nanosecond timestamp, taken by the server's clock,
+// which may run ahead of ours), and at least a second (the shortest TTL
+// JetStream takes).
+func SchedulableTTL(now time.Time, ttl time.Duration) time.Duration {
+	if left := LatestTime.Add(-24 * time.Hour).Sub(now); ttl > left {
+		ttl = left
+	}
+	return max(ttl, time.Second)
+}
+
+// TimeTooLate is the error for a client's time past LatestTime, naming
+// field.
+func TimeTooLate(field, received string) *ValidationError {
+	return &ValidationError{Field: field, Rule: "a time no later than " + LatestTimeText,
+		Received: received,
+		Message: fmt.Sprintf("field '%s' is %s, past %s, the latest time jetgate can schedule "+
+			"(JetStream counts nanoseconds since 1970 in 64 bits)", field, received, LatestTimeText)}
+}
+
+// isoSyntax is the shape of the durations RelativeTime reads: calendar
+// years and months (whole), then the exact components ParseISODuration
+// reads, a fraction on the last one only. It tells a duration too long to
+// hold from one that is not a duration.
+var isoSyntax = regexp.MustCompile(`^P(?:\d+Y)?(?:\d+M)?(?:\d+(?:[.,]\d+)?W)?(?:\d+(?:[.,]\d+)?D)?` +
+	`(?:T(?:\d+(?:[.,]\d+)?H)?(?:\d+(?:[.,]\d+)?M)?(?:\d+(?:[.,]\d+)?S)?)?$`)
+
+var digits = regexp.MustCompile(`\d+`)
+
+// RelativeTime resolves the ISO 8601 duration of a relative time ("+P1M",
+// "+PT30S", the "+" cut off) against now. Years (Y) and months (M before
+// T) move the calendar date in UTC, a day past the end of the target month
+// becoming its last day (Jan 31 + P1M is Feb 28 or 29); weeks, days,
+// hours, minutes and seconds are exact durations (ParseISODuration, days of
+// 24 hours). far reports a well-formed duration that ends past LatestTime,
+// the latest time jetgate can schedule; err a string that is not such a
+// duration.
+func RelativeTime(iso string, now time.Time) (t time.Time, far bool, err error) {
+	if !isoSyntax.MatchString(iso) || iso == "P" || strings.HasSuffix(iso, "T") {
+		return time.Time{}, false, fmt.Errorf("invalid ISO 8601 duration %q", iso)
+	}
+	years, months, rest := 0, 0, iso[1:]
+	for _, unit := range []byte{'Y', 'M'} {
+		i := 0
+		for i < len(rest) && '0' <= rest[i] && rest[i] <= '9' {
+			i++
+		}
+		if i == 0 || i == len(rest) || rest[i] != unit {
+			continue
+		}
+		n, err := strconv.Atoi(rest[:i])
+		if err != nil || n > 10000*12 {
+			return time.Time{}, true, nil // past year 9999 from any now
+		}
+		if unit == 'Y' {
+			years = n
+		} else {
+			months = n
+		}
+		rest = rest[i+1:]
+	}
+	t = addMonths(now.UTC(), 12*years+months)
+	if rest != "" {
+		d, err := ParseISODuration("P" + rest)
+		if err != nil {
+			// Too long for a time.Duration, or not a duration (a fraction
+			// before the last component): the same shape with every
+			// number 0 tells.
+			if _, zerr := ParseISODuration("P" + digits.ReplaceAllString(rest, "0")); zerr != nil {
+				return time.Time{}, false, err
+			}
+			return time.Time{}, true, nil
+		}
+		t = t.Add(d)
+	}
+	if t.After(LatestTime) {
+		return time.Time{}, true, nil
+	}
+	return t, false, nil
+}
+
+// addMonths moves t by n calendar months in its location, keeping the day
+// of the month, or the target month's last day when it has fewer.
+func addMonths(t time.Time, n int) time.Time {
+	if n == 0 {
+		return t
+	}
+	y, m, d := t.Date()
+	first := time.Date(y, m+time.Month(n), 1, t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), t.Location())
+	if last := first.AddDate(0, 1, -1).Day(); d > last {
+		d = last
+	}
+	return first.AddDate(0, 0, d-1)
+}

@@ -344,9 +344,12 @@ func (k *Keys) update(ctx context.Context, key string, val []byte, rev uint64, p
 	return ack.Sequence, nil
 }
 
-// ttl is a period as a per-message TTL: whole seconds, at least one.
+// ttl is a period as a per-message TTL: whole seconds, at least one, and
+// ending no later than ojs.LatestTime (JetStream adds the TTL to the
+// message's int64 nanosecond time: a period of a few hundred years would
+// wrap around and free the key at once).
 func ttl(period time.Duration) time.Duration {
-	s := (period + time.Second - 1) / time.Second
+	s := (ojs.SchedulableTTL(time.Now(), period) + time.Second - 1) / time.Second
 	return max(s, 1) * time.Second
 }
 

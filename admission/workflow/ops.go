@@ -68,9 +68,10 @@ func (e *Engine) CreateWorkflow(ctx context.Context, spec *ojs.WorkflowSpec) (*o
 	}
 	if len(b) > MaxDefinitionBytes {
 		// Results are added as steps end; the record must stay well
-		// below the server's message size.
-		return nil, &ojs.ValidationError{Field: "steps", Rule: fmt.Sprintf("a definition of at most %d bytes", MaxDefinitionBytes),
-			Received: fmt.Sprintf("%d bytes", len(b))}
+		// below the server's message size. A size limit is a 413 like
+		// every other (issue 31).
+		return nil, &ojs.TooLargeError{Field: "steps", What: "workflow definition as stored", Limit: MaxDefinitionBytes,
+			Size: int64(len(b)), Hint: fmt.Sprintf("Send a workflow of at most %d bytes of steps: pass large data to its jobs by reference.", MaxDefinitionBytes)}
 	}
 	if err := e.arm(ctx, r); err != nil {
 		return nil, err

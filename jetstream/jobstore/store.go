@@ -248,8 +248,11 @@ func (s *Store) CreateTimer(ctx context.Context, kind, id, token string, at time
 	return true, nil
 }
 
-// timerMsg is the schedule of a timer of kind for job id at time at.
+// timerMsg is the schedule of a timer of kind for job id at time at, or
+// at ojs.LatestTime when at is later: JetStream keeps a schedule's time in
+// int64 nanoseconds, and a later one would wrap around and fire at once.
 func timerMsg(kind, id, token string, at time.Time, kv ...string) *nats.Msg {
+	at = ojs.Schedulable(at)
 	m := nats.NewMsg(topology.TimerSchedule(kind, id))
 	m.Header.Set(jetstream.ScheduleHeader, "@at "+at.UTC().Format(time.RFC3339Nano))
 	m.Header.Set(jetstream.ScheduleTargetHeader, topology.TimerFired(kind))
@@ -341,8 +344,16 @@ func validKey(id string) bool {
 
 // Unavailable marks transport failures (closed connection, timeouts,
 // cancellation, no responders) as ojs.ErrUnavailable, so httpbind answers
-// 503 retryable; other errors pass through unchanged.
+// 503 retryable, and a message over the server's max_payload as
+// ojs.ErrTooLarge (413, not retryable); other errors pass through
+// unchanged.
 func Unavailable(err error) error {
+	if errors.Is(err, nats.ErrMaxPayload) {
+		// A message over the server's max_payload: no retry will store
+		// it (413). Admission keeps job records within their budget
+		// (ojs.PayloadLimits), so this is only a backstop.
+		return fmt.Errorf("%w: %w", ojs.ErrTooLarge, err)
+	}
 	if errors.Is(err, nats.ErrConnectionClosed) || errors.Is(err, nats.ErrTimeout) ||
 		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
 		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) {

@@ -159,6 +159,9 @@ func classifyTyped(err error) (Error, bool) {
 		ae.Hint = validationHint(e)
 		return ae, true
 	}
+	if e, ok := errors.AsType[*ojs.TooLargeError](err); ok {
+		return tooLarge(e), true
+	}
 	if e, ok := errors.AsType[*ojs.NotFoundError](err); ok {
 		return clientError(http.StatusNotFound, ojs.CodeNotFound, e.Error(),
 			map[string]any{"resource_type": e.Resource, "resource_id": e.ID}), true
@@ -445,14 +448,27 @@ func queueFull(e *ojs.QueueFullError) Error {
 		Hint:      "Wait the Retry-After header's seconds and send the job again, or let workers drain queue '" + e.Queue + "' first."}
 }
 
-// ErrTooLarge is the 413 of a request body over limit bytes.
-func ErrTooLarge(limit int64) error {
-	return &Error{
-		Status: http.StatusRequestEntityTooLarge, Code: ojs.CodePayloadTooLarge,
-		Message:  fmt.Sprintf("request body exceeds the limit of %d bytes", limit),
-		Details:  map[string]any{"limit_bytes": limit},
-		Sentinel: ojs.ErrTooLarge,
+// ErrTooLarge is the 413 of a request body of size bytes over limit
+// bytes (size 0: unknown, the body was cut off at the limit).
+func ErrTooLarge(limit, size int64) error {
+	return &ojs.TooLargeError{What: "request body", Limit: limit, Size: size,
+		Hint: fmt.Sprintf("Send a body of at most %d bytes: move large data out of the request and pass a reference to it.", limit)}
+}
+
+// tooLarge is the 413 payload_too_large of a request or a part of one
+// over a size limit (issue 31): not retryable, naming the limit and the
+// size (details.limit_bytes, details.size_bytes, details.field).
+func tooLarge(e *ojs.TooLargeError) Error {
+	d := map[string]any{"limit_bytes": e.Limit}
+	if e.Size > 0 {
+		d["size_bytes"] = e.Size
 	}
+	if e.Field != "" {
+		d["field"] = e.Field
+	}
+	ae := clientError(http.StatusRequestEntityTooLarge, ojs.CodePayloadTooLarge, e.Error(), d)
+	ae.Hint = e.Hint
+	return ae
 }
 
 // ErrUnsupported is the 422 unsupported of a request for something this

@@ -19,7 +19,7 @@ func DecodeCron(o Object) (ojs.CronJob, error) {
 	if cj.Name, err = o.Str("name", true); err != nil {
 		return cj, err
 	}
-	if cj.Cron, err = cronExpression(o); err != nil {
+	if cj.Cron, cj.CronField, err = cronExpression(o); err != nil {
 		return cj, err
 	}
 	if cj.Timezone, err = o.Str("timezone", false); err != nil {
@@ -47,26 +47,27 @@ func DecodeCron(o Object) (ojs.CronJob, error) {
 	return cj, nil
 }
 
-// cronExpression reads cron (the binding) or expression (openapi.yaml).
-func cronExpression(o Object) (string, error) {
+// cronExpression reads cron (the binding) or expression (openapi.yaml),
+// and says which of the two the client sent, so that an expression the
+// scheduler refuses is reported under that name.
+func cronExpression(o Object) (expr, field string, err error) {
 	c, err := o.Str("cron", false)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	e, err := o.Str("expression", false)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
-	if c != "" && e != "" && c != e {
-		return "", Invalid("cron, expression", "one expression: cron and expression name the same setting", Short(c)+" / "+Short(e))
+	switch {
+	case c != "" && e != "" && c != e:
+		return "", "", Invalid("cron, expression", "one expression: cron and expression name the same setting", Short(c)+" / "+Short(e))
+	case c != "":
+		return c, "cron", nil
+	case e != "":
+		return e, "expression", nil
 	}
-	if c == "" {
-		c = e
-	}
-	if c == "" {
-		return "", Invalid("cron", "a 5-field cron expression or a shorthand such as @daily (required)", "nothing")
-	}
-	return c, nil
+	return "", "", Invalid("cron", "a 5-field cron expression or a shorthand such as @daily (required)", "nothing")
 }
 
 func renamed(err error, field string) error {

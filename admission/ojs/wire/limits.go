@@ -2,7 +2,6 @@ package wire
 
 import (
 	"bytes"
-	"encoding/json"
 	"net/url"
 	"strconv"
 
@@ -26,11 +25,9 @@ func DecodeOverride(body []byte) (ojs.RateLimitOverride, error) {
 		return ov, err
 	}
 	if raw, ok := o.Get("expires_at"); ok {
-		var t ojs.Time
-		if err := json.Unmarshal(raw, &t); err != nil {
-			return ov, Invalid("expires_at", "an RFC 3339 time", Describe(raw))
+		if ov.ExpiresAt, err = ScheduleTime("expires_at", raw); err != nil {
+			return ov, err
 		}
-		ov.ExpiresAt = &t
 	}
 	if ov.Limits.Empty() {
 		return ov, Invalid("concurrency", "present: an override sets at least one of concurrency, rate, throttle", "none of them")

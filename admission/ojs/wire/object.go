@@ -22,6 +22,9 @@ const (
 	MaxVisibilityTimeoutMs = 24 * 60 * 60 * 1000
 	// MaxIDLen bounds job and worker ids in request bodies.
 	MaxIDLen = 256
+	// MaxWorkerMetadataBytes bounds the metadata a heartbeat keeps in
+	// its worker's record.
+	MaxWorkerMetadataBytes = 16 << 10
 )
 
 // Object is a JSON request Object read field by field, so that each field's
@@ -255,11 +258,17 @@ func Invalid(field, rule, received string) error {
 	return &ojs.ValidationError{Field: field, Rule: rule, Received: received}
 }
 
-// PrefixField puts a parent path in front of a ValidationError's field.
+// PrefixField puts a parent path in front of the field of a
+// ValidationError or a TooLargeError.
 func PrefixField(prefix string, err error) error {
-	if ve, ok := err.(*ojs.ValidationError); ok {
-		c := *ve
+	switch e := err.(type) {
+	case *ojs.ValidationError:
+		c := *e
 		c.Field = prefix + c.Field
+		return &c
+	case *ojs.TooLargeError:
+		c := *e
+		c.Field = strings.TrimSuffix(prefix+c.Field, ".")
 		return &c
 	}
 	return err

@@ -30,7 +30,9 @@ func TestClassifyMapsDomainErrors(t *testing.T) {
 		{ojs.ErrShuttingDown, 503, ojs.CodeBackendError, true},
 		{context.DeadlineExceeded, 503, ojs.CodeBackendError, true},
 		{wire.ErrUnauthorized(), 401, ojs.CodeUnauthorized, false},
-		{wire.ErrTooLarge(10), 413, ojs.CodePayloadTooLarge, false},
+		{wire.ErrTooLarge(10, 11), 413, ojs.CodePayloadTooLarge, false},
+		{wire.ErrTooLarge(10, 0), 413, ojs.CodePayloadTooLarge, false},
+		{fmt.Errorf("ack: %w", &ojs.TooLargeError{Field: "result", Limit: 16, Size: 17, Hint: "h"}), 413, ojs.CodePayloadTooLarge, false},
 		{errors.New("disk on fire"), 500, ojs.CodeBackendError, true},
 	} {
 		e := wire.Classify(tc.err)

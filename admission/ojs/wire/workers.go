@@ -183,25 +183,35 @@ func resultAttempt(o Object) (int, error) {
 	return int(n), err
 }
 
+// jobErrorRule is what a FAIL's "error" may be.
+const jobErrorRule = "an Object with code and message, or a string or number taken as the message"
+
 // decodeJobError reads the error of a FAIL. It accepts the binding's shape
 // {"code","message","retryable","details"}, the worker protocol's
 // {"type","message","backtrace"} (ojs-worker-protocol.md 7.2, 11.5), and a
-// bare string taken as the message. code and type are both optional: a
-// worker's failure report is recorded rather than refused over a missing
-// label.
+// bare scalar taken as the message: a string as its text, a number as
+// written ("error": 5 is the message "5"; issue 31 and docs/decisions.md,
+// string and number alike). code and type are both optional: a worker's
+// failure report is recorded rather than refused over a missing label.
 func decodeJobError(o Object) (ojs.JobError, error) {
 	var je ojs.JobError
 	raw, ok := o.Get("error")
 	if !ok {
-		return je, Invalid("error", "an Object with code and message", "nothing")
+		return je, Invalid("error", jobErrorRule, "nothing")
 	}
-	if raw[0] == '"' {
-		err := json.Unmarshal(raw, &je.Message)
-		return je, err
+	switch {
+	case raw[0] == '"':
+		if json.Unmarshal(raw, &je.Message) != nil {
+			return je, Invalid("error", jobErrorRule, Describe(raw))
+		}
+		return je, nil
+	case raw[0] == '-' || '0' <= raw[0] && raw[0] <= '9':
+		je.Message = string(raw) // a JSON number, as the worker wrote it
+		return je, nil
 	}
 	eo, err := ParseObject(raw)
 	if err != nil || raw[0] != '{' {
-		return je, Invalid("error", "an Object with code and message", Describe(raw))
+		return je, Invalid("error", jobErrorRule, Describe(raw))
 	}
 	for _, f := range []struct {
 		name string
@@ -218,11 +228,9 @@ func decodeJobError(o Object) (ojs.JobError, error) {
 	je.Backtrace, _ = eo.Get("backtrace")
 	if raw, ok := eo.Get("rate_limit_until"); ok {
 		// RL-R003: hold the job's rate limit key until then.
-		var t ojs.Time
-		if err := json.Unmarshal(raw, &t); err != nil {
-			return je, Invalid("error.rate_limit_until", "an RFC 3339 time", Describe(raw))
+		if je.RateLimitUntil, err = ScheduleTime("error.rate_limit_until", raw); err != nil {
+			return je, err
 		}
-		je.RateLimitUntil = &t
 	}
 	return je, nil
 }
@@ -351,6 +359,13 @@ func DecodeWorkerInfo(o Object) (ojs.WorkerInfo, error) {
 	if raw, ok := o.Get("metadata"); ok {
 		if raw[0] != '{' {
 			return in, Invalid("metadata", "a JSON Object", Describe(raw))
+		}
+		if len(raw) > MaxWorkerMetadataBytes {
+			// Kept in the worker's record with every heartbeat: a size
+			// limit is a 413 (issue 31), not a heartbeat whose worker
+			// record silently fails to be written.
+			return in, &ojs.TooLargeError{Field: "metadata", What: "worker metadata", Limit: MaxWorkerMetadataBytes,
+				Size: int64(len(raw)), Hint: "Send at most 16 KiB of worker metadata."}
 		}
 		in.Metadata = raw
 	}

@@ -142,6 +142,9 @@ func (s *Server) start(ctx context.Context) error {
 		return fmt.Errorf("connect to NATS at %s: %w", url, err)
 	}
 	s.nc = nc
+	if err := s.checkBodyLimit(); err != nil {
+		return err
+	}
 	s.js, err = jetstream.New(nc)
 	if err != nil {
 		return fmt.Errorf("jetstream: %w", err)
@@ -213,6 +216,19 @@ func (s *Server) start(ctx context.Context) error {
 		return out
 	})
 	return s.serveHTTP()
+}
+
+// checkBodyLimit refuses a body limit above what the NATS server carries
+// (issue 31): a request body over the server's max_payload could never be
+// stored, so the HTTP limit is capped at it, and a --max-body-bytes above
+// it is a mistake to report at start rather than a 500 on every such
+// request.
+func (s *Server) checkBodyLimit() error {
+	if mp := s.nc.MaxPayload(); s.cfg.MaxBodyBytes > mp {
+		return fmt.Errorf("--max-body-bytes (JETGATE_MAX_BODY_BYTES) is %d bytes, above the NATS server's max_payload of %d bytes: "+
+			"set it to %d or less, or raise max_payload in the NATS server's configuration", s.cfg.MaxBodyBytes, mp, mp)
+	}
+	return nil
 }
 
 // startWorkers starts the worker registry (admission/workers); a worker

@@ -71,6 +71,11 @@ func TestHTTPCron(t *testing.T) {
 		{"job_template.type", map[string]any{"name": "b", "cron": "* * * * *", "job_template": map[string]any{"args": []any{}}}},
 		{"args", map[string]any{"name": "b", "cron": "* * * * *", "type": "t", "args": "not a list"}},
 		{"cron, expression", map[string]any{"name": "b", "cron": "* * * * *", "expression": "0 * * * *", "type": "t", "args": []any{}}},
+		// Issue 31: an expression sent as openapi.yaml's "expression" is
+		// refused under that name, not as "cron".
+		{"expression", map[string]any{"name": "b", "expression": "0 25 * * *", "type": "t", "args": []any{}}},
+		{"expression", map[string]any{"name": "b", "expression": "every day", "job_template": map[string]any{"type": "t", "args": []any{}}}},
+		{"expression", map[string]any{"name": "b", "expression": "0 0 30 2 *", "type": "t", "args": []any{}}},
 	}
 	for _, b := range bad {
 		r := c.do("POST", "/ojs/v1/cron", b.body)

@@ -258,6 +258,9 @@ func FuzzEveryRoute(f *testing.F) {
 	}
 	f.Add(uint16(3), "x", []byte(`{"concurrency":1e400,"rate":{"limit":18446744073709551616,"period":"PT1S"}}`))
 	f.Add(uint16(5), "q", []byte("{\"max_size\":\"\xff\"}"))
+	// Issue 31: a key given twice and text that is not UTF-8, deep inside.
+	f.Add(uint16(1), "q", []byte(`{"type":"a","args":[{"k":1,"k":2}]}`))
+	f.Add(uint16(2), "q", []byte(`{"type":"a","args":[],"meta":{"n":"\ud800"}}`))
 	pathVar := regexp.MustCompile(`\{[^}]*\}`)
 	hc := &http.Client{Timeout: 10 * time.Second}
 	f.Fuzz(func(t *testing.T, route uint16, name string, body []byte) {
