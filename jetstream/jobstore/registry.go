@@ -216,6 +216,28 @@ func (s *Store) PublishedSeq(queue string, prio int) uint64 {
 	return s.levels.pub[k]
 }
 
+// LastReadySeq returns the stream sequence of the last ready message
+// stored at queue's level prio (0: none), or, with prio < 0, at any level
+// of queue. It is read from the stream itself, not from a level
+// consumer's count: a direct get on a single server, the stream leader's
+// answer on a cluster (topology.Ensure), so a message whose publish was
+// acknowledged is there. The server finds it from the subjects of that
+// level (or queue) alone, one per message stored there.
+func (s *Store) LastReadySeq(ctx context.Context, queue string, prio int) (uint64, error) {
+	filter := topology.ReadyQueueFilter(queue)
+	if prio >= 0 {
+		filter = topology.ReadyLevelFilter(queue, prio)
+	}
+	m, err := s.assets.Ready.GetLastMsgForSubject(ctx, filter)
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return 0, nil
+	case err != nil:
+		return 0, fmt.Errorf("last ready message of %s: %w", filter, Unavailable(err))
+	}
+	return m.Sequence, nil
+}
+
 // publishReady registers the level of m (a ready message of queue at
 // prio), publishes m, waits for it to be stored and notes its sequence.
 func (s *Store) publishReady(ctx context.Context, queue string, prio int, m *nats.Msg) error {
