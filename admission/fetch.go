@@ -37,23 +37,25 @@ func (s *Service) Fetch(ctx context.Context, req ojs.FetchRequest) ([]*ojs.Job, 
 		return nil, err
 	}
 	// Taken before looking, so a job made ready meanwhile is not missed.
+	since := time.Now()
 	key := ""
 	if len(req.Queues) == 1 {
 		key = req.Queues[0]
 	}
 	woken := s.notify.channel(key)
-	out, err := s.fetchOnce(ctx, req)
+	out, err := s.fetchOnce(ctx, req, since)
 	if err != nil || len(out) > 0 {
 		return out, err
 	}
 	if !waitReady(ctx, woken, s.cfg.FetchWait) {
 		return out, nil
 	}
-	return s.fetchOnce(ctx, req)
+	return s.fetchOnce(ctx, req, since)
 }
 
-// fetchOnce claims up to req.Count jobs from req.Queues without waiting.
-func (s *Service) fetchOnce(ctx context.Context, req ojs.FetchRequest) ([]*ojs.Job, error) {
+// fetchOnce claims up to req.Count jobs from req.Queues without waiting
+// for jobs to come; since is when the fetch started (visible.go).
+func (s *Service) fetchOnce(ctx context.Context, req ojs.FetchRequest, since time.Time) ([]*ojs.Job, error) {
 	want := min(max(req.Count, 1), s.cfg.MaxFetch)
 	var out []*ojs.Job
 	for _, q := range queueOrder(req) {
@@ -63,7 +65,7 @@ func (s *Service) fetchOnce(ctx context.Context, req ojs.FetchRequest) ([]*ojs.J
 		if s.queues.paused(q) {
 			continue
 		}
-		got, err := s.fetchQueue(ctx, q, want-len(out), req)
+		got, err := s.fetchQueue(ctx, q, want-len(out), req, since)
 		out = append(out, got...)
 		if err != nil {
 			if len(out) > 0 {
@@ -111,9 +113,12 @@ func queueOrder(req ojs.FetchRequest) []string {
 // fetchQueue claims up to want jobs from one queue. Ready messages come
 // from the queue's puller, which serves concurrent fetches together;
 // the messages are then claimed in parallel, and a message whose job
-// moved on (stale) is replaced in another round.
-func (s *Service) fetchQueue(ctx context.Context, queue string, want int, req ojs.FetchRequest) ([]*ojs.Job, error) {
+// moved on (stale) is replaced in another round. A fetch that would
+// answer empty looks at the stream and at other processes' messages
+// pulled ahead first (visible.go), and pulls again if they hold some.
+func (s *Service) fetchQueue(ctx context.Context, queue string, want int, req ojs.FetchRequest, since time.Time) ([]*ojs.Job, error) {
 	var out []*ojs.Job
+	looked := false
 	for round := 0; round < 8 && len(out) < want; round++ {
 		msgs, turns, err := s.puller(queue).take(ctx, want-len(out))
 		if err != nil {
@@ -121,7 +126,18 @@ func (s *Service) fetchQueue(ctx context.Context, queue string, want int, req oj
 			return out, err
 		}
 		if len(msgs) == 0 {
-			return out, nil
+			switch {
+			case len(out) > 0 || looked:
+				return out, nil
+			case s.puller(queue).holding():
+				// Pulled ahead here since: not empty after all.
+				continue
+			}
+			looked = true
+			if !s.lookAgain(ctx, queue, since) {
+				return out, nil
+			}
+			continue
 		}
 		if err := ctx.Err(); err != nil {
 			// The worker is gone: its claims would fail one by one. The

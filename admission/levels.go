@@ -310,7 +310,7 @@ func (s *Service) recheckLevel(ctx context.Context, cons jetstream.Consumer, que
 		// Still not delivered: the consumer's replica of the stream trails
 		// its leader (a cluster), or the message went away before anyone
 		// was handed it. The stream tells which.
-		last, err := s.store.LastReadySeq(ctx, queue, prio)
+		last, _, err := s.store.LastReady(ctx, queue, prio)
 		if err != nil || last == 0 {
 			return nil
 		}

@@ -10,8 +10,8 @@ import (
 // job made ready by this process before it answers empty (Config.FetchWait).
 // ojs-core.md lets an empty FETCH block briefly; workers poll, and an empty
 // answer that comes back at once only makes them ask again. Jobs made
-// ready by other jetgate processes do not wake it: the fetch answers empty
-// after the wait.
+// ready by other jetgate processes do not wake it: the fetch looked for
+// those before it waited (visible.go), and answers empty after the wait.
 const DefaultFetchWait = 10 * time.Millisecond
 
 // readyNotify wakes fetches waiting on a queue when this process makes a

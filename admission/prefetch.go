@@ -298,12 +298,49 @@ func (p *puller) listenLocked() bool {
 	return true
 }
 
-// unlistenLocked stops listening for give-back requests. p.mu is held.
+// unlistenLocked stops listening for give-back requests. The subscription
+// is drained, not dropped: a request the server sent before it took the
+// unsubscribe in is still answered, rather than left to time out. p.mu is
+// held.
 func (p *puller) unlistenLocked() {
 	if p.sub != nil {
-		_ = p.sub.Unsubscribe()
+		_ = p.sub.Drain()
 		p.sub = nil
 	}
+}
+
+// holding reports whether the puller holds messages ahead or has a pull
+// that may keep some under way: its queue is not empty from here, and a
+// fetch takes again rather than asking the other processes.
+func (p *puller) holding() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.holdingLocked()
+}
+
+func (p *puller) holdingLocked() bool { return len(p.ahead) > 0 || p.aheadPull }
+
+// beginLook is called before this process asks the others to give back
+// what they hold of the queue (visible.go): unless the puller holds
+// messages ahead itself (false: the fetch takes again instead), it stops
+// listening, so that the request, sent after the unsubscribe on the same
+// connection, does not reach it, and pulls nothing ahead until endLook.
+func (p *puller) beginLook() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.holdingLocked() {
+		return false
+	}
+	p.looking++
+	p.quietLocked()
+	return true
+}
+
+// endLook ends what beginLook began.
+func (p *puller) endLook() {
+	p.mu.Lock()
+	p.looking--
+	p.mu.Unlock()
 }
 
 // settleLocked stops listening once nothing is held ahead, no pull ahead
@@ -320,7 +357,7 @@ func (p *puller) settleLocked() {
 // pull ahead is under way: the sweep armed for messages taken since has
 // nothing left to do. p.mu is held.
 func (p *puller) quietLocked() {
-	if len(p.ahead) > 0 || p.aheadPull {
+	if p.holdingLocked() {
 		return
 	}
 	if p.sweep != nil && p.sweep.Stop() {

@@ -55,6 +55,9 @@ type puller struct {
 	aheadPull bool
 	yields    uint64
 	landed    []chan struct{}
+	// looking counts this process's looks at the queue under way
+	// (beginLook): no pull keeps messages ahead meanwhile.
+	looking int
 }
 
 // maxPull bounds the messages asked for in one pull.
@@ -115,9 +118,7 @@ func (p *puller) take(ctx context.Context, want int) ([]jetstream.Msg, []*claimT
 // then hands the lead to the oldest fetch still waiting, if any. Pulls
 // never wait for messages to arrive, so a waiter is answered within one
 // round trip of the pull that serves it, unless the level it pulls holds a
-// message its consumer does not count yet (levels.go); a round whose pull
-// found nothing asks the stream and the processes holding the queue's
-// messages ahead before it answers (visible.go). A refill runs with self nil: one
+// message its consumer does not count yet (levels.go). A refill runs with self nil: one
 // round, which serves the fetches waiting by then and pulls ahead
 // (prefetch.go), then the lead goes on as after a served fetch.
 func (p *puller) run(ctx context.Context, self *pullWaiter) {
@@ -214,7 +215,8 @@ func (p *puller) planLocked(total int, refill bool) (msgs, stale []jetstream.Msg
 	if plan.need > 0 || refill {
 		plan.extra, plan.prio = p.aheadWanted(total, plan.need > 0)
 	}
-	if plan.extra > 0 && !p.listenLocked() {
+	if plan.extra > 0 && (p.looking > 0 || !p.listenLocked()) {
+		// Not while this process asks the others for theirs.
 		plan.extra = 0
 	}
 	p.aheadPull = plan.extra > 0
@@ -222,37 +224,33 @@ func (p *puller) planLocked(total int, refill bool) (msgs, stale []jetstream.Msg
 }
 
 // pullRound pulls what plan says. A pull that found nothing for the
-// fetches (the queue looks empty from here) goes on with pullUnseen
-// (visible.go), after this process stopped listening for give-backs: it
-// holds nothing of the queue ahead then, and asks the others. It returns
-// the messages, and the give-backs that waited for the pull to land
-// (closeAll once what must go back is back).
+// fetches (the queue looks empty from here) stops the puller listening
+// for give-backs: it holds nothing of the queue ahead then, and its
+// fetches may ask the other processes (visible.go). It returns the
+// messages, and the give-backs that waited for the pull to land (closeAll
+// once what must go back is back).
 func (p *puller) pullRound(ctx context.Context, plan pullPlan) ([]jetstream.Msg, []chan struct{}, error) {
-	// The pull is not cancelled with the leading request: it serves
-	// other requests too. Every JetStream call in it has a timeout.
-	ctx = context.WithoutCancel(ctx)
 	var err error
 	var pulled []jetstream.Msg
 	n := plan.need + plan.extra
 	if n > 0 {
-		pulled, err = p.s.pull(ctx, p.queue, n)
+		// The pull is not cancelled with the leading request: it
+		// serves other requests too. Every JetStream call in it has a
+		// timeout.
+		pulled, err = p.s.pull(context.WithoutCancel(ctx), p.queue, n)
 	}
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	if n > 0 {
 		// After a give-back, no more is pulled ahead until a pull gets
 		// all it asks for again.
 		p.pulledAll = err == nil && len(pulled) == n && plan.yields == p.yields
 	}
 	landed := p.landLocked()
-	if plan.need == 0 || len(pulled) > 0 || err != nil {
-		p.mu.Unlock()
-		return pulled, landed, err
+	if plan.need > 0 && len(pulled) == 0 {
+		p.quietLocked()
 	}
-	p.quietLocked()
-	p.mu.Unlock()
-	closeAll(landed)
-	pulled, err = p.s.pullUnseen(ctx, p.queue, plan.need)
-	return pulled, nil, err
+	return pulled, landed, err
 }
 
 // turnsLocked returns the turns at the limits of n messages handed out
