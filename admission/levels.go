@@ -44,8 +44,8 @@ import (
 // stream is not asked on every pull (a read that matches a level's
 // subjects walks one subject per message stored there): jobstore notes,
 // per level, the highest stream sequence of this process's own ready
-// publishes, and a pull that found nothing asks the stream for what other
-// processes stored (visible.go). A level known to hold a message stored
+// publishes, and a fetch that would answer empty asks the stream for what
+// other processes stored (visible.go). A level known to hold a message stored
 // after the last message this process was handed from it (levelSeen)
 // counts as holding one (unseen); when its no-wait pull comes back empty
 // and the consumer's delivered sequence is still below that message, a

@@ -17,9 +17,10 @@ import (
 
 // Issue 31 item 7: a fetch that starts after another process's enqueue
 // was answered returns that job. Process A enqueues, process B fetches at
-// once without waiting (FetchWait < 0: B's answer comes from what it finds,
-// never from a wait), round after round, over the shapes of queue a fetch
-// takes different paths for:
+// once, as a worker's fetch without wait_ms does (the default FetchWait:
+// B waits 10 ms for a job of its own before it looks further; the cluster
+// test below sets none, so B looks at once), round after round, over the
+// shapes of queue a fetch takes different paths for:
 //   - warm: a queue with one level both processes have used;
 //   - new queue: a queue neither process has seen (B learns its level
 //     from the queue's record, not yet from its watch);
@@ -38,14 +39,13 @@ func TestFetchSeesOtherProcessEnqueue_Issue31Item7(t *testing.T) {
 	s := natstest.RunServer(t)
 	_, jsA := natstest.Connect(t, s)
 	_, jsB := natstest.Connect(t, s)
-	cfg := admission.Config{FetchWait: -1}
-	a := setupCfg(t, jsA, cfg)
-	b := setupCfg(t, jsB, cfg)
+	a := setupCfg(t, jsA, admission.Config{})
+	b := setupCfg(t, jsB, admission.Config{})
 	enqueueThenFetch(t, a, b, 40)
 }
 
 // The same on a 3-node cluster with R3 streams and buckets, A and B each
-// connected to a node of its own.
+// connected to a node of its own, B without FetchWait.
 func TestFetchSeesOtherProcessEnqueueCluster_Issue31Item7(t *testing.T) {
 	t.Parallel()
 	cl := natstest.RunCluster(t, 3)

@@ -54,15 +54,16 @@ import (
 // listening, and answers; the fetch then pulls again. No process
 // listening: the server answers "no responders" at once.
 //
-// The look runs outside the queue's puller, so the fetches it serves are
-// not held up, and concurrent fetches share one: a look that started
-// after a fetch started answers for it. Its cost falls on fetches that
-// would answer empty, which wait Config.FetchWait (10 ms) afterwards
-// anyway: one read of the stream and one give-back request at once; with
-// messages stored in a queue of several levels, a listing of its stored
-// subjects and a read per level holding some; a consumer info when a
-// stored message is newer than what this process was handed.
-// Fetches that find jobs pay nothing.
+// Only a fetch about to answer empty looks: one that found nothing waits
+// Config.FetchWait (10 ms) for a job this process makes ready first
+// (fetch.go), and looks once that wait is over. The look runs outside the
+// queue's puller, so the fetches it serves are not held up, and
+// concurrent fetches share one: a look that started after a fetch
+// started answers for it. Its cost: one read of the stream and one
+// give-back request at once; with messages stored in a queue of several
+// levels, a listing of its stored subjects and a read per level holding
+// some; a consumer info when a stored message is newer than what this
+// process was handed. Fetches that find jobs pay nothing.
 //
 // What stays out: a job being claimed by another process's fetch at that
 // moment is not available (its claim decides); a fetch that finds some
@@ -78,9 +79,10 @@ import (
 const maxGiveBacks = 3
 
 // giveBackWait bounds the wait for an answer to a give-back request. A
-// process answers after putting its messages back (a round trip); a
-// request it received while it stopped listening is never answered, and
-// costs the look this wait.
+// process answers once its messages are back (a round trip, or the end of
+// a pull ahead it had under way); one that stops listening drains its
+// subscription, so requests that reached it are answered too. The bound
+// only matters for a process stalled or dying meanwhile.
 const giveBackWait = 250 * time.Millisecond
 
 // emptyLooks holds the last look of each queue (lookAgain).
