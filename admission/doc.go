@@ -20,6 +20,10 @@
 // has its own subject and durable consumer, and a fetch asks the ready
 // stream which levels hold messages before fetching from the lowest one
 // (an empty no-wait pull is checked against the stream, levels.go). A
+// fetch that would answer empty looks at the stream itself and asks other
+// processes for the messages they pulled ahead (visible.go), so a job
+// whose enqueue was answered is never missed for another process's
+// knowledge of the queue. A
 // queue with aging tries its levels by effective priority instead,
 // computed at fetch time from ready message timestamps and never written
 // (aging.go). Worker groups (groups.go) are stored defaults of the

@@ -36,24 +36,43 @@ func (s *Service) Fetch(ctx context.Context, req ojs.FetchRequest) ([]*ojs.Job, 
 	if err != nil {
 		return nil, err
 	}
-	// Taken before looking, so a job made ready meanwhile is not missed.
+	since := time.Now()
 	key := ""
 	if len(req.Queues) == 1 {
 		key = req.Queues[0]
 	}
-	woken := s.notify.channel(key)
-	out, err := s.fetchOnce(ctx, req)
-	if err != nil || len(out) > 0 {
-		return out, err
+	// A fetch that finds nothing waits up to FetchWait for a job this
+	// process makes ready (notify.go), and only a fetch about to answer
+	// empty looks for jobs this process does not know of (visible.go).
+	var expired <-chan time.Time
+	if s.cfg.FetchWait > 0 {
+		t := time.NewTimer(s.cfg.FetchWait)
+		defer t.Stop()
+		expired = t.C
 	}
-	if !waitReady(ctx, woken, s.cfg.FetchWait) {
-		return out, nil
+	for {
+		// Taken before looking, so a job made ready meanwhile is not missed.
+		woken := s.notify.channel(key)
+		out, err := s.fetchOnce(ctx, req, since, expired == nil)
+		if err != nil || len(out) > 0 || expired == nil {
+			return out, err
+		}
+		select {
+		case <-woken:
+			continue // another fetch may take it first: wait on
+		case <-expired:
+			return s.fetchOnce(ctx, req, since, true)
+		case <-ctx.Done():
+			return out, nil
+		}
 	}
-	return s.fetchOnce(ctx, req)
 }
 
-// fetchOnce claims up to req.Count jobs from req.Queues without waiting.
-func (s *Service) fetchOnce(ctx context.Context, req ojs.FetchRequest) ([]*ojs.Job, error) {
+// fetchOnce claims up to req.Count jobs from req.Queues without waiting
+// for jobs to come; since is when the fetch started, and look whether a
+// queue found empty is looked at again before it counts as empty
+// (visible.go).
+func (s *Service) fetchOnce(ctx context.Context, req ojs.FetchRequest, since time.Time, look bool) ([]*ojs.Job, error) {
 	want := min(max(req.Count, 1), s.cfg.MaxFetch)
 	var out []*ojs.Job
 	for _, q := range queueOrder(req) {
@@ -63,7 +82,7 @@ func (s *Service) fetchOnce(ctx context.Context, req ojs.FetchRequest) ([]*ojs.J
 		if s.queues.paused(q) {
 			continue
 		}
-		got, err := s.fetchQueue(ctx, q, want-len(out), req)
+		got, err := s.fetchQueue(ctx, q, want-len(out), req, since, look)
 		out = append(out, got...)
 		if err != nil {
 			if len(out) > 0 {
@@ -111,9 +130,13 @@ func queueOrder(req ojs.FetchRequest) []string {
 // fetchQueue claims up to want jobs from one queue. Ready messages come
 // from the queue's puller, which serves concurrent fetches together;
 // the messages are then claimed in parallel, and a message whose job
-// moved on (stale) is replaced in another round.
-func (s *Service) fetchQueue(ctx context.Context, queue string, want int, req ojs.FetchRequest) ([]*ojs.Job, error) {
+// moved on (stale) is replaced in another round. With look, a fetch that
+// would answer empty looks at the stream and at other processes'
+// messages pulled ahead first (visible.go), and pulls again if they hold
+// some.
+func (s *Service) fetchQueue(ctx context.Context, queue string, want int, req ojs.FetchRequest, since time.Time, look bool) ([]*ojs.Job, error) {
 	var out []*ojs.Job
+	looked := !look
 	for round := 0; round < 8 && len(out) < want; round++ {
 		msgs, turns, err := s.puller(queue).take(ctx, want-len(out))
 		if err != nil {
@@ -121,7 +144,18 @@ func (s *Service) fetchQueue(ctx context.Context, queue string, want int, req oj
 			return out, err
 		}
 		if len(msgs) == 0 {
-			return out, nil
+			switch {
+			case len(out) > 0 || looked:
+				return out, nil
+			case s.puller(queue).holding():
+				// Pulled ahead here since: not empty after all.
+				continue
+			}
+			looked = true
+			if !s.lookAgain(ctx, queue, since) {
+				return out, nil
+			}
+			continue
 		}
 		if err := ctx.Err(); err != nil {
 			// The worker is gone: its claims would fail one by one. The

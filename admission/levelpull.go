@@ -404,15 +404,17 @@ func (m *trackedMsg) TermWithReason(reason string) error {
 // asks the levels the snapshot has not counted yet, infoChunk at a time,
 // as it reaches them. The counts are taken less what this process
 // took since (expected), and a level is pulled if it is counted above
-// zero, if its consumer is missing (levels.go), or if this process
-// published there since it was last handed one of its messages
-// (ownPending): so a job enqueued through this process is seen by its
-// next fetch, whatever the snapshot says. A listed level that emptied
-// meanwhile just answers empty; a pull that gets nothing drops the
-// snapshot and walks again with fresh counts (pullMany). What a snapshot
-// does not see is a job enqueued through another process at a level it
-// counted empty: for snapAge at most, a fetch here may hand out a job of
-// a lower level before it.
+// zero, if its consumer is missing (levels.go), or if a message was
+// stored there after the last one this process was handed from it, as
+// far as this process knows (unseen: its own publishes, and what a fetch
+// that found nothing read from the stream, visible.go): so a job
+// enqueued through this process is seen by its next fetch, whatever the
+// snapshot says. A listed level that emptied meanwhile just answers
+// empty; a pull that gets nothing drops the snapshot and walks again with
+// fresh counts (pullMany), and then asks the stream. What a snapshot does
+// not see is a job enqueued through another process at a level it
+// counted empty while a lower level holds jobs: for snapAge at most, a
+// fetch here may hand out a job of a lower level before it.
 //
 // Measured with BenchmarkPriorityLevels (bench/, 5,000 jobs, three quiet
 // runs), 256 levels, jobs/s: drain 4.8-5.1k and round trip 2.9-3.0k,
@@ -581,7 +583,7 @@ func (s *Service) walkLevels(ctx context.Context, queue string, snap *levelSnap,
 		n := s.expectedLocked(queue, snap, p)
 		avail := in.pending - min(in.pending, snap.taken[p])
 		snap.mu.Unlock()
-		if n == 0 && !in.missing && !s.ownPending(queue, p) {
+		if n == 0 && !in.missing && !s.unseen(queue, p) {
 			continue
 		}
 		levels = append(levels, p)

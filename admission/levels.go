@@ -36,29 +36,39 @@ import (
 // count of pending messages, and nats-server updates that count
 // asynchronously after a publish: for a moment it reads zero while the
 // level holds a message no one has been handed, and a pull (or a consumer
-// info) comes back empty. A fetch would then fall through to a lower
-// priority level, or answer empty, with a higher-priority job ready
-// (PRI-004). The stream is not asked (a next-by-subject read with a
-// wildcard scans the stream's blocks): jobstore notes, per level, the
-// highest stream sequence of this process's own ready publishes. A level
-// this process published to after the last message it was handed from it
-// (levelSeen) counts as holding a message; when its no-wait pull comes
-// back empty and the consumer's delivered sequence is still below that
-// publish, one pull waits for it (recheckWait at most), and the publish
-// then counts as seen: each publish costs at most one wait, and the wait
-// ends as soon as the server delivers. A message this process put back
-// with a plain Nak (a failed claim) is waited for the same way: the
-// server takes the Nak in asynchronously, and a pull can come first.
+// info) comes back empty. On a cluster the moment is longer: the
+// consumer's leader reads its own replica of the stream, which may apply
+// a message tens of milliseconds after the stream's leader acknowledged
+// its publish. A fetch would then fall through to a lower priority
+// level, or answer empty, with a higher-priority job ready (PRI-004). The
+// stream is not asked on every pull (a read that matches a level's
+// subjects walks one subject per message stored there): jobstore notes,
+// per level, the highest stream sequence of this process's own ready
+// publishes, and a fetch that would answer empty asks the stream for what
+// other processes stored (visible.go). A level known to hold a message stored
+// after the last message this process was handed from it (levelSeen)
+// counts as holding one (unseen); when its no-wait pull comes back empty
+// and the consumer's delivered sequence is still below that message, a
+// pull waits for it (recheckWait), again while the consumer has not
+// delivered it and the stream still holds it, for lagWait at most; then
+// the message counts as seen: each costs at most one such wait, and the
+// wait ends as soon as the server delivers. A message this process put
+// back with a plain Nak (a failed claim) is waited for once the same way:
+// the server takes the Nak in asynchronously, and a pull can come first.
 // (The messages a pull puts back in levelpull.go wait for the server's
-// answer to their Naks instead.) Publishes of other processes reach
-// this process's fetches only after a round trip through their client
-// (the 201 of the enqueue, then the fetch), longer than the lag.
+// answer to their Naks instead.)
 
-// recheckWait bounds the pull after an empty no-wait pull on a level this
-// process published to after the last message it was handed. The server
-// answers it as soon as its count has caught up; the bound only matters
-// when the message went away meanwhile (cancelled, dropped).
+// recheckWait bounds one pull after an empty no-wait pull on a level known
+// to hold a message stored after the last one this process was handed.
+// The server answers it as soon as its count has caught up; the bound only
+// matters when the message went away meanwhile (taken by another process,
+// cancelled), which the consumer's info and the stream then tell.
 const recheckWait = 20 * time.Millisecond
+
+// lagWait bounds the waits for one such message: how far a cluster's
+// consumer leader may trail the stream's leader before a fetch gives up
+// on a message it knows is stored and answers without it.
+const lagWait = 2 * time.Second
 
 // levelSeen is the highest stream sequence this process was handed by a
 // level consumer, or waited for after publishing it (recheckLevel).
@@ -77,11 +87,23 @@ func (s *Service) seenSeq(queue string, prio int) uint64 {
 	return 0
 }
 
-// ownPending reports whether this process published a ready message at a
-// level after the last one it was handed from it: the level may hold a
-// message its consumer does not count yet.
-func (s *Service) ownPending(queue string, prio int) bool {
-	return s.store.PublishedSeq(queue, prio) > s.seenSeq(queue, prio)
+// unseen reports whether a level holds a message stored after the last
+// one this process was handed from it, as far as this process knows: one
+// it published itself, or one its last look at the stream found
+// (visible.go). Its consumer may not count that message yet.
+func (s *Service) unseen(queue string, prio int) bool {
+	return s.knownSeq(queue, prio) > s.seenSeq(queue, prio)
+}
+
+// knownSeq is the highest stream sequence of a ready message this process
+// knows to be stored at a level: its own publishes there, and what its
+// last look at the stream found (visible.go).
+func (s *Service) knownSeq(queue string, prio int) uint64 {
+	seq := s.store.PublishedSeq(queue, prio)
+	if v, ok := s.stored.Load(topology.ReadyConsumer(queue, prio)); ok {
+		seq = max(seq, v.(uint64))
+	}
+	return seq
 }
 
 // levelInfo is what a level consumer's info tells: its count of messages
@@ -192,7 +214,7 @@ func consumerErr(queue string, prio int, err error) error {
 // ack-pending; 1 for a level whose consumer is missing) and consumer
 // info: the registered levels whose count is above zero or whose
 // consumer is missing, and those this process published to since it was
-// last handed one of their messages (ownPending).
+// last handed one of their messages, or found stored since (unseen).
 func (s *Service) levels(ctx context.Context, queue string) ([]int, map[int]uint64, map[int]levelInfo, error) {
 	reg := s.store.Levels(queue)
 	if len(reg) == 0 {
@@ -210,7 +232,7 @@ func (s *Service) levels(ctx context.Context, queue string) ([]int, map[int]uint
 		if in.missing {
 			counts[p] = 1 // a guess, to size the pull's waves
 		}
-		if in.count > 0 || in.missing || s.ownPending(queue, p) {
+		if in.count > 0 || in.missing || s.unseen(queue, p) {
 			levels = append(levels, p)
 		}
 	}
@@ -232,7 +254,7 @@ func (s *Service) afterLevelPull(ctx context.Context, cons jetstream.Consumer, q
 	// gets messages got it, an empty one may have come before the Nak.
 	putBack := s.held.takePutBack(name) // levelpull.go
 	if len(msgs) == 0 {
-		pub := s.store.PublishedSeq(queue, prio)
+		pub := s.knownSeq(queue, prio)
 		if pub > seen || putBack {
 			recheck = true
 			msgs = s.recheckLevel(ctx, cons, queue, prio, pub, putBack)
@@ -261,22 +283,43 @@ func (s *Service) afterLevelPull(ctx context.Context, cons jetstream.Consumer, q
 }
 
 // recheckLevel pulls one message from a level whose no-wait pull came back
-// empty although this process published a message there (sequence pub)
-// after the last one it was handed, or put one back (Nak) a moment ago:
-// with a pull that waits recheckWait at most, unless the consumer has
-// delivered past pub already (to another fetch) and nothing was put back.
+// empty although the level holds a message stored (sequence pub) after the
+// last one this process was handed, or this process put one back (Nak) a
+// moment ago: with a pull that waits recheckWait at most, unless the
+// consumer has delivered past pub already (to another fetch) and nothing
+// was put back. While the consumer has not delivered pub and the stream
+// still holds it (or a message after it), it tries again, for lagWait in
+// all.
 func (s *Service) recheckLevel(ctx context.Context, cons jetstream.Consumer, queue string, prio int, pub uint64, putBack bool) []jetstream.Msg {
-	if !putBack {
-		info, err := cons.Info(ctx)
-		if err != nil {
-			// Removed while idle: the next fetch creates it again.
-			s.consumers.Delete(topology.ReadyConsumer(queue, prio))
+	deadline := time.Now().Add(lagWait)
+	for {
+		if !putBack {
+			info, err := cons.Info(ctx)
+			if err != nil {
+				// Removed while idle: the next fetch creates it again.
+				s.consumers.Delete(topology.ReadyConsumer(queue, prio))
+				return nil
+			}
+			if info.Delivered.Stream >= pub {
+				return nil
+			}
+		}
+		if msgs := pullWaiting(cons); len(msgs) > 0 || putBack || !time.Now().Before(deadline) {
+			return msgs
+		}
+		// Still not delivered: the consumer's replica of the stream trails
+		// its leader (a cluster), or the message went away before anyone
+		// was handed it. The stream tells which.
+		last, _, err := s.store.LastReady(ctx, queue, prio)
+		if err != nil || last == 0 {
 			return nil
 		}
-		if info.Delivered.Stream >= pub {
-			return nil
-		}
+		pub = min(pub, last)
 	}
+}
+
+// pullWaiting pulls one message from cons, waiting recheckWait at most.
+func pullWaiting(cons jetstream.Consumer) []jetstream.Msg {
 	batch, err := cons.Fetch(1, jetstream.FetchMaxWait(recheckWait))
 	if err != nil {
 		return nil

@@ -1,7 +1,6 @@
 package admission
 
 import (
-	"context"
 	"sync"
 	"time"
 )
@@ -9,9 +8,10 @@ import (
 // DefaultFetchWait is how long a fetch that found nothing waits for a
 // job made ready by this process before it answers empty (Config.FetchWait).
 // ojs-core.md lets an empty FETCH block briefly; workers poll, and an empty
-// answer that comes back at once only makes them ask again. Jobs made
-// ready by other jetgate processes do not wake it: the fetch answers empty
-// after the wait.
+// answer that comes back at once only makes them ask again. A fetch woken
+// by a job another fetch took first waits on. Jobs made ready by other
+// jetgate processes do not wake it: once the wait is over, the fetch looks
+// for those (visible.go) before it answers empty.
 const DefaultFetchWait = 10 * time.Millisecond
 
 // readyNotify wakes fetches waiting on a queue when this process makes a
@@ -47,21 +47,4 @@ func (n *readyNotify) ready(queue string) {
 			delete(n.ch, k)
 		}
 	}
-}
-
-// waitReady waits until c is closed, d passes or ctx ends, and reports
-// whether c was closed.
-func waitReady(ctx context.Context, c <-chan struct{}, d time.Duration) bool {
-	if d <= 0 {
-		return false
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-c:
-		return true
-	case <-t.C:
-	case <-ctx.Done():
-	}
-	return false
 }

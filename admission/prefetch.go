@@ -2,9 +2,13 @@ package admission
 
 import (
 	"context"
+	"strconv"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetgate/jetgate/jetstream/topology"
 )
 
 // Pulling ahead (issue 17: "a fetch's pull happens ahead of the fetch that
@@ -49,9 +53,15 @@ import (
 //     asked for, so a queue that is drained (or kept empty by its
 //     workers) never has its jobs held here, away from other processes.
 //
-// Other processes see fewer messages for at most aheadFor: JetStream hands
-// them the messages after these, and an empty pull of theirs waits
-// for a put-back one as for any other (levels.go).
+//   - Messages held here are not hidden from other processes: while it
+//     may hold some, the puller listens on the queue's give-back subject,
+//     from before the pull whose messages it may keep; a fetch of another
+//     process that finds the queue empty asks there, and every message
+//     held ahead is put back before it is answered (giveBack, visible.go).
+//
+// Other processes' fetches are handed the messages after these while
+// JetStream has more; when it has none, the messages held here are given
+// back to them.
 
 // defaultAheadFor is the longest a message pulled ahead waits for a fetch
 // (Config.aheadFor, "aheadFor" below).
@@ -232,6 +242,7 @@ func (p *puller) sweepAhead() {
 	if len(p.ahead) > 0 && !p.s.noPullAhead.Load() {
 		p.armSweepLocked(p.ahead[0].since.Add(p.s.cfg.aheadFor * 5 / 4).Sub(now))
 	}
+	p.settleLocked()
 	p.mu.Unlock()
 	p.s.putBack(stale)
 }
@@ -246,6 +257,7 @@ func (p *puller) stopAhead() {
 	}
 	p.sweep = nil
 	stale := p.dropLocked(func(aheadMsg) bool { return true })
+	p.unlistenLocked()
 	p.mu.Unlock()
 	p.s.putBack(stale)
 	p.sweeps.Wait()
@@ -264,6 +276,151 @@ func (s *Service) stopPullingAhead() {
 		v.(*puller).stopAhead()
 		return true
 	})
+}
+
+// listenLocked makes the puller listen for give-back requests, before a
+// pull whose messages it may keep ahead; false when it cannot (the
+// service is stopping, or the connection refused the subscription), and
+// then nothing may be kept ahead. p.mu is held.
+func (p *puller) listenLocked() bool {
+	if p.sub != nil {
+		return true
+	}
+	if p.s.noPullAhead.Load() {
+		return false
+	}
+	sub, err := p.s.nc.Subscribe(topology.AheadSubject(p.queue), p.onGiveBack)
+	if err != nil {
+		p.s.log.Warn("cannot listen for give-back requests: nothing pulled ahead", "queue", p.queue, "error", err)
+		return false
+	}
+	p.sub = sub
+	return true
+}
+
+// unlistenLocked stops listening for give-back requests. The subscription
+// is drained, not dropped: a request the server sent before it took the
+// unsubscribe in is still answered, rather than left to time out. p.mu is
+// held.
+func (p *puller) unlistenLocked() {
+	if p.sub != nil {
+		_ = p.sub.Drain()
+		p.sub = nil
+	}
+}
+
+// holding reports whether the puller holds messages ahead or has a pull
+// that may keep some under way: its queue is not empty from here, and a
+// fetch takes again rather than asking the other processes.
+func (p *puller) holding() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.holdingLocked()
+}
+
+func (p *puller) holdingLocked() bool { return len(p.ahead) > 0 || p.aheadPull }
+
+// beginLook is called before this process asks the others to give back
+// what they hold of the queue (visible.go): unless the puller holds
+// messages ahead itself (false: the fetch takes again instead), it stops
+// listening, so that the request, sent after the unsubscribe on the same
+// connection, does not reach it, and pulls nothing ahead until endLook.
+func (p *puller) beginLook() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.holdingLocked() {
+		return false
+	}
+	p.looking++
+	p.quietLocked()
+	return true
+}
+
+// endLook ends what beginLook began.
+func (p *puller) endLook() {
+	p.mu.Lock()
+	p.looking--
+	p.mu.Unlock()
+}
+
+// settleLocked stops listening once nothing is held ahead, no pull ahead
+// is under way and no sweep is armed (the puller keeps listening until
+// the sweep after its last messages ahead, not after each take). p.mu is
+// held.
+func (p *puller) settleLocked() {
+	if len(p.ahead) == 0 && !p.aheadPull && p.sweep == nil {
+		p.unlistenLocked()
+	}
+}
+
+// quietLocked stops listening at once if nothing is held ahead and no
+// pull ahead is under way: the sweep armed for messages taken since has
+// nothing left to do. p.mu is held.
+func (p *puller) quietLocked() {
+	if p.holdingLocked() {
+		return
+	}
+	if p.sweep != nil && p.sweep.Stop() {
+		p.sweeps.Done() // it will not run
+	}
+	p.sweep = nil
+	p.unlistenLocked()
+}
+
+// landLocked notes that the pull under way landed, and returns the
+// give-backs that waited for it, to be released (closeAll) once what it
+// must put back is back. p.mu is held.
+func (p *puller) landLocked() []chan struct{} {
+	p.aheadPull = false
+	landed := p.landed
+	p.landed = nil
+	return landed
+}
+
+func closeAll(chs []chan struct{}) {
+	for _, c := range chs {
+		close(c)
+	}
+}
+
+// onGiveBack answers a give-back request (visible.go) once what this
+// process held of the queue ahead is back in JetStream.
+func (p *puller) onGiveBack(m *nats.Msg) {
+	n := p.giveBack()
+	if m.Reply != "" {
+		_ = p.s.nc.Publish(m.Reply, strconv.AppendInt(nil, int64(n), 10))
+	}
+}
+
+// giveBack puts back every message held ahead, waits for a pull ahead
+// under way to land and put its messages back too (run keeps none once
+// yields changed), stops pulling ahead until a pull gets all it asks for
+// again, and stops listening. It returns how many messages it put back
+// itself.
+func (p *puller) giveBack() int {
+	p.mu.Lock()
+	p.yields++
+	p.pulledAll = false
+	stale := p.dropLocked(func(aheadMsg) bool { return true })
+	var landed chan struct{}
+	if p.aheadPull {
+		landed = make(chan struct{})
+		p.landed = append(p.landed, landed)
+	}
+	p.mu.Unlock()
+	p.s.putBack(stale)
+	if landed != nil {
+		t := time.NewTimer(putBackWait)
+		select {
+		case <-landed:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	p.mu.Lock()
+	p.quietLocked()
+	p.mu.Unlock()
+	return len(stale)
 }
 
 // nakAll returns messages to JetStream for another fetch without waiting

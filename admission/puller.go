@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -43,6 +44,20 @@ type puller struct {
 	// fewer than half of it starts a refill, which refills counts.
 	target  int
 	refills sync.WaitGroup
+
+	// Giving back what is held ahead to other processes' fetches
+	// (visible.go): sub listens on the queue's give-back subject while
+	// messages may be held ahead; aheadPull is set while a pull that may
+	// keep messages ahead is under way; yields counts give-backs, so that
+	// such a pull keeps nothing when one came meanwhile; landed are the
+	// give-backs waiting for that pull to land.
+	sub       *nats.Subscription
+	aheadPull bool
+	yields    uint64
+	landed    []chan struct{}
+	// looking counts this process's looks at the queue under way
+	// (beginLook): no pull keeps messages ahead meanwhile.
+	looking int
 }
 
 // maxPull bounds the messages asked for in one pull.
@@ -102,7 +117,8 @@ func (p *puller) take(ctx context.Context, want int) ([]jetstream.Msg, []*claimT
 // run pulls for the waiting fetches, oldest first, until self is served,
 // then hands the lead to the oldest fetch still waiting, if any. Pulls
 // never wait for messages to arrive, so a waiter is answered within one
-// round trip of the pull that serves it. A refill runs with self nil: one
+// round trip of the pull that serves it, unless the level it pulls holds a
+// message its consumer does not count yet (levels.go). A refill runs with self nil: one
 // round, which serves the fetches waiting by then and pulls ahead
 // (prefetch.go), then the lead goes on as after a served fetch.
 func (p *puller) run(ctx context.Context, self *pullWaiter) {
@@ -132,36 +148,25 @@ func (p *puller) run(ctx context.Context, self *pullWaiter) {
 		// Messages pulled ahead go first (they are older), then a pull
 		// for the rest, which takes more ahead while the queue has a
 		// backlog (prefetch.go).
-		msgs, stale := p.takeAheadLocked(total, time.Now())
-		need := total - len(msgs)
-		extra, prio := 0, 0
-		if need > 0 || self == nil {
-			extra, prio = p.aheadWanted(total, need > 0)
-		}
+		msgs, stale, plan := p.planLocked(total, self == nil)
 		p.mu.Unlock()
 		p.s.putBack(stale)
-		var err error
-		var pulled []jetstream.Msg
-		if need+extra > 0 {
-			// The pull is not cancelled with the leading request: it
-			// serves other requests too. Every JetStream call in it has a
-			// timeout.
-			pulled, err = p.s.pull(context.WithoutCancel(ctx), p.queue, need+extra)
-			msgs = append(msgs, pulled...)
-		}
+		pulled, landed, err := p.pullRound(ctx, plan)
 		p.mu.Lock()
-		if need+extra > 0 {
-			p.pulledAll = err == nil && len(pulled) == need+extra
-		}
+		msgs = append(msgs, pulled...)
 		refilled = true
+		// A give-back since the plan (prefetch.go) keeps the surplus
+		// from being held ahead.
+		yielded := plan.yields != p.yields
 		var surplus []jetstream.Msg
 		if len(msgs) > total {
 			msgs, surplus = msgs[:total:total], msgs[total:]
-			if extra > 0 && !p.s.noPullAhead.Load() {
-				p.keepAheadLocked(surplus, prio, time.Now())
+			if plan.extra > 0 && !p.s.noPullAhead.Load() && !yielded {
+				p.keepAheadLocked(surplus, plan.prio, time.Now())
 				surplus = nil
 			}
 		}
+		p.settleLocked()
 		// The claims of all the fetches served take their turns at the
 		// limits in the order of the pull.
 		turns := p.turnsLocked(len(msgs))
@@ -178,10 +183,74 @@ func (p *puller) run(ctx context.Context, self *pullWaiter) {
 			}
 		}
 		p.mu.Unlock()
-		nakAll(surplus)
+		if yielded {
+			// Given back: in the queue before the give-back is answered.
+			p.s.putBack(surplus)
+		} else {
+			nakAll(surplus)
+		}
+		closeAll(landed)
 		nakAll(msgs)
 		passAll(turns)
 	}
+}
+
+// pullPlan is what a round of run pulls: need messages for the fetches it
+// serves, extra more to keep ahead at level prio; yields is the puller's
+// count of give-backs when it was planned.
+type pullPlan struct {
+	need, extra, prio int
+	yields            uint64
+}
+
+// planLocked takes the messages held ahead for total wanted, and plans
+// the pull for the rest (refill: the round is a refill, which pulls
+// ahead even when those cover total). It returns the messages taken and
+// those held too long, to be put back before the pull. A pull that may
+// keep messages ahead listens for give-backs from before it starts.
+// p.mu is held.
+func (p *puller) planLocked(total int, refill bool) (msgs, stale []jetstream.Msg, plan pullPlan) {
+	msgs, stale = p.takeAheadLocked(total, time.Now())
+	plan = pullPlan{need: total - len(msgs), yields: p.yields}
+	if plan.need > 0 || refill {
+		plan.extra, plan.prio = p.aheadWanted(total, plan.need > 0)
+	}
+	if plan.extra > 0 && (p.looking > 0 || !p.listenLocked()) {
+		// Not while this process asks the others for theirs.
+		plan.extra = 0
+	}
+	p.aheadPull = plan.extra > 0
+	return msgs, stale, plan
+}
+
+// pullRound pulls what plan says. A pull that found nothing for the
+// fetches (the queue looks empty from here) stops the puller listening
+// for give-backs: it holds nothing of the queue ahead then, and its
+// fetches may ask the other processes (visible.go). It returns the
+// messages, and the give-backs that waited for the pull to land (closeAll
+// once what must go back is back).
+func (p *puller) pullRound(ctx context.Context, plan pullPlan) ([]jetstream.Msg, []chan struct{}, error) {
+	var err error
+	var pulled []jetstream.Msg
+	n := plan.need + plan.extra
+	if n > 0 {
+		// The pull is not cancelled with the leading request: it
+		// serves other requests too. Every JetStream call in it has a
+		// timeout.
+		pulled, err = p.s.pull(context.WithoutCancel(ctx), p.queue, n)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if n > 0 {
+		// After a give-back, no more is pulled ahead until a pull gets
+		// all it asks for again.
+		p.pulledAll = err == nil && len(pulled) == n && plan.yields == p.yields
+	}
+	landed := p.landLocked()
+	if plan.need > 0 && len(pulled) == 0 {
+		p.quietLocked()
+	}
+	return pulled, landed, err
 }
 
 // turnsLocked returns the turns at the limits of n messages handed out

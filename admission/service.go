@@ -176,6 +176,8 @@ type Service struct {
 
 	consumers  sync.Map // consumer name -> jetstream.Consumer
 	seen       sync.Map // consumer name -> levelSeen (levels.go)
+	stored     sync.Map // consumer name -> uint64, the last stored sequence a look at the stream found (visible.go)
+	looks      emptyLooks
 	held       heldReady
 	levelSnaps sync.Map // queue name -> *levelSnap (levelpull.go)
 	snapAge    time.Duration

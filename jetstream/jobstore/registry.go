@@ -216,6 +216,52 @@ func (s *Store) PublishedSeq(queue string, prio int) uint64 {
 	return s.levels.pub[k]
 }
 
+// LastReady returns the stream sequence and the level of the last ready
+// message stored at queue's level prio (sequence 0: none), or, with
+// prio < 0, at any level of queue. It is read from the stream itself, not
+// from a level consumer's count: a direct get on a single server, the
+// stream leader's answer on a cluster (topology.Ensure), so a message
+// whose publish was acknowledged is there. The server finds it from the
+// subjects of that level (or queue) alone, one per message stored there.
+func (s *Store) LastReady(ctx context.Context, queue string, prio int) (seq uint64, level int, err error) {
+	filter := topology.ReadyQueueFilter(queue)
+	if prio >= 0 {
+		filter = topology.ReadyLevelFilter(queue, prio)
+	}
+	m, err := s.assets.Ready.GetLastMsgForSubject(ctx, filter)
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return 0, 0, nil
+	case err != nil:
+		return 0, 0, fmt.Errorf("last ready message of %s: %w", filter, Unavailable(err))
+	}
+	_, level, ok := topology.ReadyLevelOf(m.Subject)
+	if !ok {
+		return 0, 0, fmt.Errorf("last ready message of %s: subject %q names no level", filter, m.Subject)
+	}
+	return m.Sequence, level, nil
+}
+
+// StoredLevels returns the levels of queue at which the ready stream holds
+// messages, ascending: one stream info whose subject filter the server
+// answers from the queue's subjects, one per message stored there, so it
+// costs as much as the queue holds (for a queue a fetch found empty, the
+// messages of running jobs and of claims under way).
+func (s *Store) StoredLevels(ctx context.Context, queue string) ([]int, error) {
+	info, err := s.assets.Ready.Info(ctx, jetstream.WithSubjectFilter(topology.ReadyQueueFilter(queue)))
+	if err != nil {
+		return nil, fmt.Errorf("stored levels of %s: %w", queue, Unavailable(err))
+	}
+	var levels []int
+	for subj, n := range info.State.Subjects {
+		if _, p, ok := topology.ReadyLevelOf(subj); ok && n > 0 && !slices.Contains(levels, p) {
+			levels = append(levels, p)
+		}
+	}
+	slices.Sort(levels)
+	return levels, nil
+}
+
 // publishReady registers the level of m (a ready message of queue at
 // prio), publishes m, waits for it to be stored and notes its sequence.
 func (s *Store) publishReady(ctx context.Context, queue string, prio int, m *nats.Msg) error {

@@ -78,3 +78,39 @@ func TestRegisterLegacyLevels(t *testing.T) {
 		t.Fatal("a queue without legacy messages was registered")
 	}
 }
+
+// What a fetch that found a queue empty reads from the stream itself
+// (admission/visible.go, issue 31 item 7): the last ready message stored
+// at a queue, or at one of its levels, with its sequence and level, and
+// the levels holding messages; none for a queue or level holding none.
+func TestLastReadyAndStoredLevels_Issue31Item7(t *testing.T) {
+	ctx, nc, js, assets := setupStore(t)
+	st := jobstore.New(nc, js, assets)
+	if seq, _, err := st.LastReady(ctx, "lr", -1); err != nil || seq != 0 {
+		t.Fatalf("empty queue: %d, %v", seq, err)
+	}
+	var seqs []uint64
+	for _, p := range []int{5, 2, 5} {
+		j := &ojs.Job{ID: nuid.Next(), Type: "r.t", Queue: "lr", Priority: p}
+		j.Internal.Token = jobstore.NewToken()
+		if err := st.PublishReady(ctx, j); err != nil {
+			t.Fatal(err)
+		}
+		seqs = append(seqs, st.PublishedSeq("lr", p))
+	}
+	for _, c := range []struct {
+		prio, level int
+		seq         uint64
+	}{{-1, 5, seqs[2]}, {5, 5, seqs[2]}, {2, 2, seqs[1]}, {7, 0, 0}} {
+		seq, level, err := st.LastReady(ctx, "lr", c.prio)
+		if err != nil || seq != c.seq || (seq != 0 && level != c.level) {
+			t.Fatalf("LastReady(lr, %d) = %d at level %d, %v; want %d at level %d", c.prio, seq, level, err, c.seq, c.level)
+		}
+	}
+	if levels, err := st.StoredLevels(ctx, "lr"); err != nil || !slices.Equal(levels, []int{2, 5}) {
+		t.Fatalf("StoredLevels(lr) = %v, %v; want [2 5]", levels, err)
+	}
+	if levels, err := st.StoredLevels(ctx, "none"); err != nil || len(levels) != 0 {
+		t.Fatalf("StoredLevels(none) = %v, %v; want none", levels, err)
+	}
+}

@@ -164,6 +164,11 @@ const (
 	FreedSubjectPattern = "ojs.freed.%s"
 	// FreedSubjects matches the freed notices of every queue.
 	FreedSubjects = "ojs.freed.*"
+	// AheadSubjectPattern is the core NATS subject on which a fetch that
+	// found a queue empty asks the processes holding its ready messages
+	// pulled ahead to give them back (admission/visible.go). Only a
+	// process that may hold some listens. No stream captures it.
+	AheadSubjectPattern = "ojs.ahead.%s"
 	// OverdraftStream holds the overdraft units of every bounded queue:
 	// one message per job that came back from active to retry while its
 	// queue was full. It has no limits (a retry is never refused); a
@@ -327,6 +332,10 @@ func BlockedSubject(queue string) string { return fmt.Sprintf(BlockedSubjectPatt
 
 // FreedSubject returns the freed-notice subject of a queue.
 func FreedSubject(queue string) string { return fmt.Sprintf(FreedSubjectPattern, Token(queue)) }
+
+// AheadSubject returns the give-back subject of a queue's messages pulled
+// ahead.
+func AheadSubject(queue string) string { return fmt.Sprintf(AheadSubjectPattern, Token(queue)) }
 
 // CronTick returns the schedule subject of a cron job's registration.
 func CronTick(name, gen string) string { return fmt.Sprintf(CronTickPattern, Token(name), Token(gen)) }
