@@ -118,10 +118,9 @@ type deferredLeases struct {
 // deferredLease is one pending write: of the lease of a job whose ready
 // message is held on level (a ready consumer).
 type deferredLease struct {
-	timer  *time.Timer
-	level  string
-	write  func(context.Context) error
-	failed bool
+	timer *time.Timer
+	level string
+	write func(context.Context) error
 }
 
 // add defers write by after. Once stopped, write runs at once, in the
@@ -187,7 +186,6 @@ func (d *deferredLeases) fire(id string, e *deferredLease) {
 		return // cancelled meanwhile
 	}
 	if err != nil && !d.stopped {
-		e.failed = true
 		d.armLocked(id, e, leaseRetry)
 		return
 	}
@@ -271,12 +269,14 @@ func (d *deferredLeases) abandon() {
 // holds from now on), and schedules the lease write.
 func (s *Service) holdLease(nj *ojs.Job, after time.Duration, level string) {
 	id, token, held := nj.ID, nj.Internal.Token, nj.Internal.HeldAck
+	warned := false // the write runs once at a time
 	s.leases.add(id, level, after, func(ctx context.Context) error {
 		err := s.secureLease(ctx, id, token, held)
-		if err != nil {
-			// Tried again shortly; meanwhile the held message stays the
-			// backstop, under the sentinel.
+		if err != nil && !warned {
+			// Tried again every leaseRetry; meanwhile the held message
+			// stays the backstop, under the sentinel.
 			s.log.Warn("lease write failed, will retry", "job", id, "error", err)
+			warned = true
 		}
 		return err
 	})
