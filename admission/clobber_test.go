@@ -166,7 +166,7 @@ func TestEarlierAttemptKeepsNextAttemptsBackstop(t *testing.T) {
 	if info.NumAckPending != 1 {
 		t.Errorf("the second attempt's held message was acked by the first attempt's lease write (ack pending %d)", info.NumAckPending)
 	}
-	a.svc.Stop() // dies before the second attempt's lease write
+	a.svc.Kill() // dies before the second attempt's lease write
 	back := waitFetch(t, b, "backstop", 30*time.Second)
 	if back.ID != j.ID || back.Attempt != 3 || back.Error == nil || back.Error.Type != "stalled" {
 		t.Fatalf("job of the dead process came back as %s attempt %d error %+v", back.ID, back.Attempt, back.Error)

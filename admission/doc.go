@@ -38,7 +38,11 @@
 // an enqueue TTL, expires_at or a total timeout has one expire timer at
 // the earliest of them; when a timer fires, the job's record decides
 // (timeouts.go, expire.go). Progress updates (progress.go) are kept on the
-// record and count as heartbeats.
+// record and count as heartbeats. A claim defers writing its lease timer
+// and holds its ready message as the backstop meanwhile; a sentinel
+// schedule per process brings the held messages of a process that died
+// back without waiting for a fetch, and Stop writes every deferred lease
+// (lease.go, holder.go, holderwalk.go).
 //
 // Queue bounds (the backpressure extension) are exact: a job takes a unit
 // in its queue's depth stream, whose discard-new limits are the bound,

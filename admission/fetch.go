@@ -367,6 +367,10 @@ func (s *Service) claim(ctx context.Context, msg jetstream.Msg, turn *claimTurn,
 	}
 	promoted := jobstore.Promoted(msg.Headers())
 	var deferral time.Duration
+	// The holder sentinel's level covering the held message (lease.go),
+	// until a deferred lease write holds it.
+	var cover string
+	defer func() { s.holder.release(cover) }()
 	// Starts counted in rate limit entries for the record being written;
 	// refusal is set when a limit refused the start.
 	var held []heldStart
@@ -389,6 +393,7 @@ func (s *Service) claim(ctx context.Context, msg jetstream.Msg, turn *claimTurn,
 		deferral = s.leaseDeferral(nj.Internal.LeaseUntil.Sub(nj.StartedAt.Time))
 		if deferral > 0 {
 			nj.Internal.HeldAck, nj.Internal.HeldToken = msg.Reply(), ref.Token
+			leaseTimer = func(ctx context.Context, nj *ojs.Job) error { return s.coverHeld(ctx, msg, nj, &cover) }
 		} else {
 			leaseTimer = func(ctx context.Context, nj *ojs.Job) error {
 				at, kv := s.firstLease(nj)
@@ -479,8 +484,9 @@ func (s *Service) claim(ctx context.Context, msg jetstream.Msg, turn *claimTurn,
 		s.expired(ctx, old, nj)
 		return nil, nil
 	}
-	if deferral > 0 {
-		s.holdLease(nj, deferral)
+	if nj.Internal.HeldAck != "" {
+		s.holdLease(nj, deferral, cover)
+		cover = ""
 	} else {
 		_ = msg.Ack()
 	}

@@ -2,6 +2,7 @@ package admission
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -16,21 +17,72 @@ import (
 //
 // An active job's deadlines (heartbeat, execution timeout, grace period;
 // timeouts.go) are a lease timer in JetStream (a message schedule on
-// ojs.timer.lease.<job>). Most jobs finish in far less
-// than their visibility timeout, so writing that timer at claim time and
-// cancelling it at ack costs two writes for nothing. Instead, a claim keeps
-// the ready message it was claimed from unacknowledged: JetStream redelivers
-// it after the ready consumer's AckWait (ClaimAckWait) unless someone acks
-// it. The claiming process writes the lease timer only if the job is still
-// active after the lease deferral (a third of ClaimAckWait), then acks the
-// message. Visibility timeouts shorter than ClaimAckWait are not deferred. A job that finishes
-// sooner just acks the message.
+// ojs.timer.lease.<job>). Most jobs finish in far less than their
+// visibility timeout, so writing that timer at claim time and cancelling
+// it at ack costs two writes for nothing. Instead, a claim keeps the
+// ready message it was claimed from unacknowledged: JetStream redelivers
+// it after the ready consumer's AckWait (ClaimAckWait, 30 s) unless
+// someone acks it. The claiming process writes the lease timer only if
+// the job is still active after the lease deferral (a third of
+// ClaimAckWait), then acks the message. A job that finishes sooner just
+// acks the message. Visibility timeouts shorter than ClaimAckWait are not
+// deferred, nor are claims while the process stops.
 //
-// If the claiming process dies first, the message comes back to a fetch,
-// which sees the job still active and claimed from that very message
+// The held message is the lease's backstop while the timer is not
+// written: if the claiming process dies first, the message comes back,
+// and whoever meets it (a fetch, levels.go; or a walk, below) sees the
+// job still active and claimed from that very message
 // (Internal.HeldToken) and writes the lease timer then, with the job's
 // original deadline, so a silent worker's job stalls as it would have.
 // The timer stays in JetStream either way: no lease lives only in memory.
+//
+// JetStream hands a redelivered message only to the next pull on its
+// consumer, so a dead process's held message would wait for the next
+// fetch of its queue level, forever if none comes (issue 31 item 1).
+// What pulls it instead is a sentinel of the process (holder.go): one
+// message schedule per process, renewed every refresh period (a sixth of
+// ClaimAckWait) while it holds messages, that fires only once the
+// process stopped renewing it, due ClaimAckWait + a refresh period + a
+// margin (a tenth of ClaimAckWait, at least 1 s) after its last renewal,
+// and lists the ready consumers the process holds messages on. The
+// timers consumer, shared by every process, hands the fired sentinel to
+// one of them (or to the next one to start), which pulls the held
+// messages back and writes their leases (holderwalk.go). A claim whose
+// consumer the last sentinel does not list sends one that does before
+// its record is written (cover), on the same connection and without
+// waiting for its answer: a record the server took in comes after the
+// sentinel that covers it, so a process that dies between the two leaves
+// nothing unlisted, and no claim waits for the sentinel.
+//
+// The arithmetic, at the default 30 s: a process that dies at D renewed
+// its sentinel at R, D-5 s <= R <= D, so it fires at R+30+5+3 <= D+38 s,
+// when every message it held (delivered before D) was redeliverable since
+// D+30 at the latest. The leases that rely on it are those of claims at F
+// in (D-10 s, D] (older claims wrote their lease timer at F+10 s), whose
+// deadline is F + the visibility timeout >= F+30 > D+20 s. So the walk
+// that follows the sentinel writes the lease before deadline + 30 s >
+// D+50 s, with 12 s to spare, and the lease, if due, fires at once: a
+// lease is enforced within one AckWait after its deadline whatever process
+// died, whether or not anything fetches its queue again. What the
+// sentinel does not do is spare the AckWait: a job whose process died is
+// still seen late by up to that much.
+//
+// Why a bound per consumer in the sentinel (the simpler rule, "take the
+// redeliveries, stop at the first new message", needs none): ready
+// consumers keep their state in memory (fetch.go), so a NATS server
+// restart loses what they delivered, and the embedded server dies with
+// its jetgate process. A consumer created again hands out every message
+// not acked, each for the first time, in stream order; the held ones are
+// told from the others only by their records. The bound says how far to
+// read: the process holds nothing of that consumer past it. It runs
+// ahead of the claims by a few seconds of their pace, so a claim seldom
+// sends a new sentinel, and a walk reads a few seconds of claims at
+// most. Per-job writes stay what they were: none.
+//
+// A process that stops cleanly (SIGTERM, Service.Stop) writes every
+// deferred lease before it exits and then cancels its sentinel; one that
+// cannot write them leaves the sentinel to fire. Service.Kill stops as a
+// crash would, writing nothing.
 
 // leaseDeferral returns how long a claim may hold its ready message instead
 // of writing the lease timer; 0 means write it at once. Only a visibility
@@ -39,87 +91,194 @@ import (
 // and the lease it then writes must still fire on time.
 func (s *Service) leaseDeferral(vis time.Duration) time.Duration {
 	d := s.cfg.ClaimAckWait / 3
-	if vis < s.cfg.ClaimAckWait || d < time.Second {
+	if vis < s.cfg.ClaimAckWait || d < time.Second || s.stopping.Load() {
 		return 0
 	}
 	return d
 }
 
+// leaseRetry is how soon a deferred lease write that failed is tried again.
+const leaseRetry = time.Second
+
 // deferredLeases are this process's pending lease writes, by job id.
 type deferredLeases struct {
+	// release ends the hold of a written or dropped lease on its level
+	// (holder.release).
+	release func(level string)
+
 	mu      sync.Mutex
-	timers  map[string]*time.Timer
-	stopped bool
-	wg      sync.WaitGroup
+	pending map[string]*deferredLease
+	// stopped: no write is deferred any more; abandoned: none is written
+	// either (Kill). failed counts writes that failed after stopped.
+	stopped, abandoned bool
+	failed             int
+	wg                 sync.WaitGroup // timers armed or running
 }
 
-func (d *deferredLeases) add(id string, after time.Duration, f func()) {
+// deferredLease is one pending write: of the lease of a job whose ready
+// message is held on level (a ready consumer).
+type deferredLease struct {
+	timer *time.Timer
+	level string
+	write func(context.Context) error
+}
+
+// add defers write by after. Once stopped, write runs at once, in the
+// caller (or not at all once abandoned).
+func (d *deferredLeases) add(id, level string, after time.Duration, write func(context.Context) error) {
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	if d.stopped {
-		return // the held message's redelivery takes over
+		abandoned := d.abandoned
+		d.mu.Unlock()
+		if !abandoned {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			_ = write(ctx)
+			cancel()
+		}
+		d.release(level)
+		return
 	}
-	if d.timers == nil {
-		d.timers = map[string]*time.Timer{}
+	if d.pending == nil {
+		d.pending = map[string]*deferredLease{}
 	}
-	if t, ok := d.timers[id]; ok && t.Stop() {
+	if old, ok := d.pending[id]; ok {
 		// An earlier attempt's write, whose attempt ended in another
 		// process: its record moved on, so there is nothing to write.
+		d.dropLocked(id, old)
+	}
+	e := &deferredLease{level: level, write: write}
+	d.pending[id] = e
+	d.armLocked(id, e, after)
+	d.mu.Unlock()
+}
+
+// armLocked runs e's write after a delay. d.mu is held.
+func (d *deferredLeases) armLocked(id string, e *deferredLease, after time.Duration) {
+	d.wg.Add(1)
+	e.timer = time.AfterFunc(after, func() { d.fire(id, e) })
+}
+
+// dropLocked forgets e, the pending write of id. d.mu is held.
+func (d *deferredLeases) dropLocked(id string, e *deferredLease) {
+	if e.timer.Stop() {
 		d.wg.Done()
 	}
-	d.wg.Add(1)
-	var t *time.Timer
-	t = time.AfterFunc(after, func() {
-		defer d.wg.Done()
-		d.mu.Lock()
-		if d.timers[id] == t { // not a later attempt's write
-			delete(d.timers, id)
-		}
-		stopped := d.stopped
+	delete(d.pending, id)
+	d.release(e.level)
+}
+
+// fire runs a pending write; one that fails is tried again until it
+// lands or the job leaves active (cancel).
+func (d *deferredLeases) fire(id string, e *deferredLease) {
+	defer d.wg.Done()
+	d.mu.Lock()
+	if d.pending[id] != e || d.abandoned {
 		d.mu.Unlock()
-		if !stopped {
-			f()
-		}
-	})
-	d.timers[id] = t
+		return
+	}
+	d.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	err := e.write(ctx)
+	cancel()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.pending[id] != e {
+		return // cancelled meanwhile
+	}
+	if err != nil && !d.stopped {
+		d.armLocked(id, e, leaseRetry)
+		return
+	}
+	if err != nil {
+		d.failed++
+	}
+	delete(d.pending, id)
+	d.release(e.level)
 }
 
 // cancel drops the pending write of id, if this process has one.
 func (d *deferredLeases) cancel(id string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if t, ok := d.timers[id]; ok && t.Stop() {
-		delete(d.timers, id)
-		d.wg.Done()
+	if e, ok := d.pending[id]; ok {
+		d.dropLocked(id, e)
 	}
 }
 
-// stop drops every pending write and waits for running ones.
-func (d *deferredLeases) stop() {
+// flush writes every pending lease now, at most 16 at once, and reports
+// whether all of them landed. No write is deferred after it.
+func (d *deferredLeases) flush(ctx context.Context) bool {
 	d.mu.Lock()
 	d.stopped = true
-	for id, t := range d.timers {
-		if t.Stop() {
+	type job struct {
+		id string
+		e  *deferredLease
+	}
+	var now []job
+	for id, e := range d.pending {
+		if e.timer.Stop() {
+			d.wg.Done()
+			now = append(now, job{id, e})
+		} // else it is being written: fire finishes it
+	}
+	d.mu.Unlock()
+	sem := make(chan struct{}, 16)
+	var wg sync.WaitGroup
+	for _, j := range now {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			err := j.e.write(ctx)
+			d.mu.Lock()
+			defer d.mu.Unlock()
+			if err != nil {
+				d.failed++
+			}
+			if d.pending[j.id] == j.e {
+				delete(d.pending, j.id)
+				d.release(j.e.level)
+			}
+		}()
+	}
+	wg.Wait()
+	d.wg.Wait()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.failed == 0
+}
+
+// abandon drops every pending write and waits for running ones, as a
+// crash would: the held messages come back through the sentinel.
+func (d *deferredLeases) abandon() {
+	d.mu.Lock()
+	d.stopped, d.abandoned = true, true
+	for id, e := range d.pending {
+		if e.timer.Stop() {
 			d.wg.Done()
 		}
-		delete(d.timers, id)
+		delete(d.pending, id)
 	}
 	d.mu.Unlock()
 	d.wg.Wait()
 }
 
-// holdLease keeps msg unacknowledged as the backstop of nj's lease and
-// schedules the lease write.
-func (s *Service) holdLease(nj *ojs.Job, after time.Duration) {
+// holdLease keeps nj's ready message unacknowledged as the backstop of
+// its lease, on level (the sentinel's cover, which the pending write
+// holds from now on), and schedules the lease write.
+func (s *Service) holdLease(nj *ojs.Job, after time.Duration, level string) {
 	id, token, held := nj.ID, nj.Internal.Token, nj.Internal.HeldAck
-	s.leases.add(id, after, func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := s.secureLease(ctx, id, token, held); err != nil {
-			// The held message comes back after ClaimAckWait and the
-			// fetch that meets it writes the lease then.
-			s.log.Warn("lease write deferred to redelivery", "job", id, "error", err)
+	warned := false // the write runs once at a time
+	s.leases.add(id, level, after, func(ctx context.Context) error {
+		err := s.secureLease(ctx, id, token, held)
+		if err != nil && !warned {
+			// Tried again every leaseRetry; meanwhile the held message
+			// stays the backstop, under the sentinel.
+			s.log.Warn("lease write failed, will retry", "job", id, "error", err)
+			warned = true
 		}
+		return err
 	})
 }
 
@@ -149,6 +308,27 @@ func (s *Service) secureLease(ctx context.Context, id, token, held string) error
 		"timer", secure)
 	s.ackHeld(held)
 	return nil
+}
+
+// coverHeld makes sure a holder sentinel covering msg, the ready message
+// nj's claim holds, goes out before the claim's record is written
+// (holder.go), and sets *level to the level to release; if none can, the
+// claim writes its lease timer at once instead and holds nothing.
+func (s *Service) coverHeld(ctx context.Context, msg jetstream.Msg, nj *ojs.Job, level *string) error {
+	if *level != "" {
+		return nil // covered in an earlier round of the claim
+	}
+	name, err := s.holder.cover(msg)
+	if err == nil {
+		*level = name
+		return nil
+	}
+	if !errors.Is(err, errHolderClosed) {
+		s.log.Warn("lease written at claim: the holder sentinel could not cover it", "job", nj.ID, "error", err)
+	}
+	clearHeld(nj)
+	at, kv := s.firstLease(nj)
+	return s.store.SetJobTimer(ctx, topology.TimerLease, nj, at, kv...)
 }
 
 // releaseLease ends the lease of a job that left active: the held ready

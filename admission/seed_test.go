@@ -245,7 +245,7 @@ func TestRecordlessJobSurvivesItsEnqueuer(t *testing.T) {
 	if _, err := a.js.PublishMsg(ctx, m); err != nil {
 		t.Fatal(err)
 	}
-	a.svc.Stop()
+	a.svc.Kill()
 	if got, err := b.svc.Get(ctx, j.ID); err != nil || got.State != ojs.StateAvailable {
 		t.Fatalf("GET of the crashed enqueue's job: %v %+v", err, got)
 	}

@@ -39,9 +39,10 @@ type Config struct {
 	DefaultHeartbeatTimeout time.Duration
 	// ClaimAckWait is the ready consumers' AckWait: how long a claimed
 	// ready message may stay unacknowledged before JetStream hands it out
-	// again. It bounds how long a claim may defer writing its lease timer
-	// (a third of it), and so how late a job claimed by a process that
-	// died is noticed (see lease.go).
+	// again (default 30 s). A claim defers writing its lease timer by a
+	// third of it, and a lease whose process died is enforced at most
+	// this long after its deadline (see lease.go). Every process on one
+	// NATS must use the same value.
 	ClaimAckWait time.Duration
 	// ConsumerIdle removes a priority level's consumer after this long
 	// without fetches.
@@ -132,6 +133,9 @@ func (c Config) validate() error {
 	if c.DefaultTimeout < time.Second {
 		return fmt.Errorf("admission: DefaultTimeout %s is under 1s", c.DefaultTimeout)
 	}
+	if c.ClaimAckWait < time.Second {
+		return fmt.Errorf("admission: ClaimAckWait %s is under 1s", c.ClaimAckWait)
+	}
 	if c.MaxFetch < 1 {
 		return fmt.Errorf("admission: MaxFetch must be >= 1")
 	}
@@ -189,6 +193,12 @@ type Service struct {
 	// limitKeys are the rate limit keys known to have an entry (limitkeys.go).
 	limitKeys knownKeys
 
+	// holder is the sentinel of the ready messages this process holds
+	// (holder.go); stopping is set when Stop or Kill begins: claims defer
+	// no lease from then on.
+	holder   *holder
+	stopping atomic.Bool
+
 	mu       sync.Mutex
 	running  bool
 	stopped  bool
@@ -229,6 +239,8 @@ func New(nc *nats.Conn, js jetstream.JetStream, assets *topology.Assets, cfg Con
 	s.limits = kvlimits.New(assets.Limits)
 	s.promoter = newPromoter(s)
 	s.bp = newBackpressure()
+	s.holder = newHolder(s)
+	s.leases.release = s.holder.release
 	return s, nil
 }
 
@@ -254,8 +266,14 @@ func (s *Service) Start(ctx context.Context) error {
 		cc, err = s.startTimers(ctx)
 	}
 	if err == nil {
+		if err = s.holder.start(); err != nil {
+			cc.Stop()
+		}
+	}
+	if err == nil {
 		if err = s.startBackpressure(runCtx); err != nil {
 			cc.Stop()
+			s.holder.close(false)
 		}
 	}
 	if err != nil {
@@ -277,9 +295,22 @@ func (s *Service) Start(ctx context.Context) error {
 }
 
 // Stop stops the timer consumer and the queue watcher and waits for them.
-// In-flight calls finish on their own contexts, except that producers
-// blocked on a full queue stop waiting (EndBlocking). Safe to call twice.
-func (s *Service) Stop() {
+// Every lease a claim deferred is written first (lease.go): the process
+// leaves no job that only its sentinel would free. In-flight calls finish
+// on their own contexts, except that producers blocked on a full queue
+// stop waiting (EndBlocking). Safe to call twice.
+func (s *Service) Stop() { s.stop(true) }
+
+// Kill stops as a crash would, for tests and for a server's Kill: the
+// deferred leases are not written and the holder sentinel is left to
+// fire, so another process (or the next start) writes them.
+func (s *Service) Kill() { s.stop(false) }
+
+// leaseFlushFor bounds how long Stop spends writing deferred leases.
+const leaseFlushFor = 20 * time.Second
+
+func (s *Service) stop(clean bool) {
+	s.stopping.Store(true)
 	s.EndBlocking()
 	s.mu.Lock()
 	if !s.running {
@@ -295,7 +326,19 @@ func (s *Service) Stop() {
 	s.stopPullingAhead()
 	cc.Drain()
 	<-cc.Closed()
-	s.leases.stop()
+	s.holder.stopWalks()
+	if clean {
+		ctx, done := context.WithTimeout(context.Background(), leaseFlushFor)
+		written := s.leases.flush(ctx)
+		done()
+		if !written {
+			s.log.Warn("some deferred leases could not be written; the holder sentinel will have them written", "process", s.holder.id)
+		}
+		s.holder.close(written)
+	} else {
+		s.leases.abandon()
+		s.holder.close(false)
+	}
 	s.releases.Wait()
 	s.stopBackpressure()
 	cancel()

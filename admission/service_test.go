@@ -650,7 +650,7 @@ func TestLeaseSurvivesClaimingProcess(t *testing.T) {
 	if got := fetch1(t, a, "default"); got == nil || got.ID != j.ID {
 		t.Fatalf("fetch: %v", got)
 	}
-	a.svc.Stop() // dies before its deferred lease write (1 s)
+	a.svc.Kill() // dies before its deferred lease write (1 s)
 	back := waitFetch(t, b, "default", 20*time.Second)
 	if back.ID != j.ID || back.Attempt != 2 || back.Errors[0].Type != "stalled" {
 		t.Fatalf("job of the dead process: %+v", back)

@@ -349,7 +349,7 @@ func TestAnotherProcessEnforcesExecutionTimeout(t *testing.T) {
 	if got := fetch1(t, a, "default"); got == nil || got.ID != j.ID {
 		t.Fatalf("fetch: %+v", got)
 	}
-	a.svc.Stop()
+	a.svc.Kill()
 	done := waitState(t, b, j.ID, ojs.StateDiscarded, 15*time.Second)
 	checkTimeoutError(t, done.Error, "timeout", "execution", 800)
 }

@@ -21,7 +21,7 @@ import (
 func (s *Service) startTimers(ctx context.Context) (jetstream.ConsumeContext, error) {
 	cons, err := s.assets.Timers.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
 		Durable:       topology.TimerConsumer,
-		Description:   "jetgate fired timers: scheduled jobs, retry backoff, heartbeat and execution timeouts, expiry",
+		Description:   "jetgate fired timers: scheduled jobs, retry backoff, heartbeat and execution timeouts, expiry, holder sentinels",
 		FilterSubject: topology.TimerFiredSubjects,
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       30 * time.Second,
@@ -39,12 +39,18 @@ func (s *Service) startTimers(ctx context.Context) (jetstream.ConsumeContext, er
 }
 
 func (s *Service) onTimer(msg jetstream.Msg) {
+	kind := msg.Subject()[strings.LastIndexByte(msg.Subject(), '.')+1:]
+	if kind == topology.TimerHolder {
+		// A process that held ready messages stopped renewing its
+		// sentinel (holder.go, holderwalk.go).
+		s.holder.fired(msg)
+		return
+	}
 	ref, ok := jobstore.Ref(msg.Headers())
 	if !ok {
 		_ = msg.Term()
 		return
 	}
-	kind := msg.Subject()[strings.LastIndexByte(msg.Subject(), '.')+1:]
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var err error

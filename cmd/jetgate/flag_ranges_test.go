@@ -28,6 +28,7 @@ var serveRanges = []struct {
 	{"default-timeout", []string{"0s", "999ms", "-1s"}, "1s", func(c app.Config) any { return c.DefaultTimeout }, time.Second, "must be at least 1s"},
 	{"default-grace-period", []string{"-1ns", "-30s"}, "0s", func(c app.Config) any { return c.DefaultGracePeriod }, time.Duration(-1), "must be at least 0s"},
 	{"default-heartbeat-timeout", []string{"0s", "999ms", "-1m"}, "1s", func(c app.Config) any { return c.DefaultHeartbeatTimeout }, time.Second, "must be at least 1s"},
+	{"claim-ack-wait", []string{"0s", "999ms", "-30s"}, "1s", func(c app.Config) any { return c.ClaimAckWait }, time.Second, "must be at least 1s"},
 	{"retention", []string{"0s", "500ms", "-24h"}, "1s", func(c app.Config) any { return c.Retention }, time.Second, "must be at least 1s"},
 	{"dead-retention", []string{"0s", "-1h"}, "1s", func(c app.Config) any { return c.DeadRetention }, time.Second, "must be at least 1s"},
 	{"max-body-bytes", []string{"0", "1023", "-1", "-1MiB"}, "1KiB", func(c app.Config) any { return c.MaxBodyBytes }, int64(1024), "must be at least 1KiB"},

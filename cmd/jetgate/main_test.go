@@ -207,8 +207,8 @@ func TestParseServeDefaults(t *testing.T) {
 		DataDir: "./jetgate-data", NatsAddr: "127.0.0.1:4222", HTTPAddr: "127.0.0.1:8080",
 		Replicas: 1, ShutdownTimeout: 30 * time.Second, MaxBodyBytes: 1 << 20, MaxFetchCount: 1000,
 		LogLevel: "info", LogFormat: "text", DefaultTimeout: 30 * time.Minute, DefaultGracePeriod: 30 * time.Second,
-		DefaultHeartbeatTimeout: time.Minute,
-		Retention:               24 * time.Hour, DeadRetention: 7 * 24 * time.Hour,
+		DefaultHeartbeatTimeout: time.Minute, ClaimAckWait: 30 * time.Second,
+		Retention: 24 * time.Hour, DeadRetention: 7 * 24 * time.Hour,
 		QueueOverflow: "reject", MaxBlockTimeout: 30 * time.Second,
 		// Issue 17: no event stream by default.
 		EventsStream: false, EventsMaxAge: 24 * time.Hour, EventsMaxMsgs: 100_000, EventsMaxBytes: 64 << 20,

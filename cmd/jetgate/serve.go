@@ -59,7 +59,7 @@ var serveGroups = []flagGroup{
 	}},
 	{"Jobs and requests", [][2]string{
 		{"default-timeout", "DURATION"}, {"default-grace-period", "DURATION"},
-		{"default-heartbeat-timeout", "DURATION"}, {"retention", "DURATION"}, {"dead-retention", "DURATION"},
+		{"default-heartbeat-timeout", "DURATION"}, {"claim-ack-wait", "DURATION"}, {"retention", "DURATION"}, {"dead-retention", "DURATION"},
 		{"max-body-bytes", "SIZE"}, {"max-fetch-count", "N"}, {"shutdown-timeout", "DURATION"},
 	}},
 	{"Backpressure (default bound of queues without their own)", [][2]string{
@@ -114,6 +114,7 @@ func newServeFlags(cfg *app.Config) *flag.FlagSet {
 	durationAtLeast(fs, &cfg.DefaultTimeout, "default-timeout", 30*time.Minute, time.Second, "Execution timeout of jobs that set none: how long one attempt may run before its worker is told to cancel it.")
 	durationAtLeast(fs, &cfg.DefaultGracePeriod, "default-grace-period", 30*time.Second, 0, "Grace period of jobs that set none: how long a worker told to cancel has before the attempt is ended as timed out (0s: none).")
 	durationAtLeast(fs, &cfg.DefaultHeartbeatTimeout, "default-heartbeat-timeout", time.Minute, time.Second, "How long a worker may stay silent (no heartbeat, progress, ack or nack) on a job that sets no heartbeat or visibility timeout before the job is stalled.")
+	durationAtLeast(fs, &cfg.ClaimAckWait, "claim-ack-wait", 30*time.Second, time.Second, "How long a fetched job's ready message stays unacknowledged before JetStream may hand it out again. A job still running after a third of it gets its lease timer written; a job whose jetgate process died is timed out at most this long after its deadline. Use the same value on every process of one NATS.")
 	durationAtLeast(fs, &cfg.Retention, "retention", 24*time.Hour, time.Second, "How long completed and cancelled jobs stay readable (GET /ojs/v1/jobs/{id}) before JetStream removes them.")
 	durationAtLeast(fs, &cfg.DeadRetention, "dead-retention", 7*24*time.Hour, time.Second, "How long discarded jobs stay in the dead letter queue before JetStream removes them.")
 	sizeAtLeast(fs, &cfg.MaxBodyBytes, "max-body-bytes", 1<<20, 1<<10, "Largest HTTP request body accepted, in bytes or with a unit: 512KiB, 4MiB, 1MB.")

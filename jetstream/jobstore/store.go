@@ -234,6 +234,30 @@ func (s *Store) SetJobTimer(ctx context.Context, kind string, j *ojs.Job, at tim
 	return nil
 }
 
+// SendTimerData schedules a timer like SetTimer whose message carries
+// data as its body (the fired message carries it too), without waiting:
+// JetStream's answer goes to reply (read it with PubAckError). The
+// message goes out on the store's connection after every message
+// published on it before, and before every later one.
+func (s *Store) SendTimerData(kind, id, token string, at time.Time, data []byte, reply string) error {
+	m := timerMsg(kind, id, token, at)
+	m.Data, m.Reply = data, reply
+	if err := s.nc.PublishMsg(m); err != nil {
+		return fmt.Errorf("send %s timer of %s: %w", kind, id, Unavailable(err))
+	}
+	return nil
+}
+
+// PubAckError reads JetStream's answer to a publish sent with a reply
+// subject: nil if the message was stored.
+func PubAckError(m *nats.Msg) error {
+	if status := m.Header.Get("Status"); status != "" {
+		return fmt.Errorf("publish answered %s %s", status, m.Header.Get("Description"))
+	}
+	_, err := readPubAck(m.Data)
+	return err
+}
+
 // CreateTimer schedules a timer like SetTimer unless one of kind is
 // already scheduled for the job; it reports whether it wrote one.
 func (s *Store) CreateTimer(ctx context.Context, kind, id, token string, at time.Time, kv ...string) (bool, error) {

@@ -207,6 +207,11 @@ const (
 	// TimerExpire ends a job that outlived its enqueue TTL, expires_at or
 	// total timeout, whatever its state.
 	TimerExpire = "expire"
+	// TimerHolder is a jetgate process's sentinel while it holds ready
+	// messages as the backstop of leases not written yet: on
+	// ojs.timer.holder.<process id>, it fires only if the process stops
+	// renewing it, and lists the ready consumers to look at then.
+	TimerHolder = "holder"
 )
 
 // PriorityDigits is the zero padding of the priority token.

@@ -179,6 +179,7 @@ func (s *Server) start(ctx context.Context) error {
 		DefaultHeartbeatTimeout: s.cfg.DefaultHeartbeatTimeout,
 		DefaultTimeout:          s.cfg.DefaultTimeout,
 		DefaultGracePeriod:      s.cfg.DefaultGracePeriod,
+		ClaimAckWait:            s.cfg.ClaimAckWait,
 		Retention:               s.cfg.Retention,
 		DeadRetention:           s.cfg.DeadRetention,
 		DefaultBackpressure:     s.cfg.backpressure(),
@@ -451,7 +452,7 @@ func (s *Server) kill() {
 	}
 	s.stopHooks()
 	if s.svc != nil {
-		s.svc.Stop()
+		s.svc.Kill()
 	}
 	if s.workers != nil {
 		s.workers.Stop()

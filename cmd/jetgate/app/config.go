@@ -49,6 +49,11 @@ type Config struct {
 	// the timeouts of jobs that set none (ojs-timeouts.md 5; defaults 30
 	// min, 30 s, 60 s; a negative DefaultGracePeriod is none).
 	DefaultTimeout, DefaultGracePeriod, DefaultHeartbeatTimeout time.Duration
+	// ClaimAckWait is the ready consumers' AckWait (default 30 s): a
+	// claim writes its lease timer after a third of it if the job still
+	// runs, and a lease whose process died is enforced at most this long
+	// after its deadline. Every process on one NATS must use the same.
+	ClaimAckWait time.Duration
 	// Retention keeps completed and cancelled job records (default 24 h);
 	// DeadRetention keeps discarded ones, the dead letter queue (7 days).
 	Retention, DeadRetention time.Duration
@@ -148,6 +153,7 @@ func (c Config) withDefaults() Config {
 	c.NatsAPIPrefix = cmp.Or(c.NatsAPIPrefix, natsbind.DefaultPrefix)
 	c.DefaultHeartbeatTimeout = cmp.Or(c.DefaultHeartbeatTimeout, time.Minute)
 	c.DefaultTimeout = cmp.Or(c.DefaultTimeout, 30*time.Minute)
+	c.ClaimAckWait = cmp.Or(c.ClaimAckWait, 30*time.Second)
 	c.Retention = cmp.Or(c.Retention, 24*time.Hour)
 	c.DeadRetention = cmp.Or(c.DeadRetention, 7*24*time.Hour)
 	return c
@@ -180,6 +186,9 @@ func (c Config) validate() error {
 	}
 	if c.DefaultTimeout < time.Second || c.DefaultHeartbeatTimeout < time.Second {
 		return fmt.Errorf("default timeout and default heartbeat timeout must be at least 1s")
+	}
+	if c.ClaimAckWait < time.Second {
+		return fmt.Errorf("--claim-ack-wait must be at least 1s, got %s", c.ClaimAckWait)
 	}
 	if c.MaxBlockTimeout < 0 {
 		return fmt.Errorf("max block timeout must not be negative")
