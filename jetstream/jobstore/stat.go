@@ -20,8 +20,10 @@ import (
 // with headers only: admission's count keeper) knows where the job
 // stands: "<state> <priority> <held since> <queue token>", held since
 // being the start of the attempt in Unix milliseconds while the attempt
-// holds its ready message (Internal.HeldAck), 0 otherwise. About 40 bytes
-// per stored record; no message of its own.
+// holds its ready message (Internal.HeldAck), 0 otherwise; an available
+// job's adds " <token>" (a parked job's waiter carries it). About 40
+// bytes per stored record, 60 for an available one; no message of its
+// own.
 const HeaderStat = "Ojs-Stat"
 
 // RecordStat is what HeaderStat says of a record.
@@ -33,13 +35,18 @@ type RecordStat struct {
 	HeldSince int64
 	// Queue is the job's queue as a subject token (topology.Token).
 	Queue string
+	// Token is an available job's token (Internal.Token); "" otherwise.
+	Token string
 }
 
 // StatOf summarizes j.
 func StatOf(j *ojs.Job) RecordStat {
 	st := RecordStat{State: j.State, Priority: j.Priority, Queue: topology.Token(j.Queue)}
-	if j.State == ojs.StateActive && j.Internal.HeldAck != "" && j.StartedAt != nil {
+	switch {
+	case j.State == ojs.StateActive && j.Internal.HeldAck != "" && j.StartedAt != nil:
 		st.HeldSince = j.StartedAt.UnixMilli()
+	case j.State == ojs.StateAvailable:
+		st.Token = j.Internal.Token
 	}
 	return st
 }
@@ -54,13 +61,17 @@ func (st RecordStat) String() string {
 	b = strconv.AppendInt(b, st.HeldSince, 10)
 	b = append(b, ' ')
 	b = append(b, st.Queue...)
+	if st.Token != "" {
+		b = append(b, ' ')
+		b = append(b, st.Token...)
+	}
 	return string(b)
 }
 
 // ParseStat reads a HeaderStat value; false for anything else.
 func ParseStat(v string) (RecordStat, bool) {
 	f := strings.Fields(v)
-	if len(f) != 4 || f[3] == "" {
+	if len(f) != 4 && len(f) != 5 {
 		return RecordStat{}, false
 	}
 	prio, err := strconv.Atoi(f[1])
@@ -71,7 +82,11 @@ func ParseStat(v string) (RecordStat, bool) {
 	if err != nil {
 		return RecordStat{}, false
 	}
-	return RecordStat{State: ojs.State(f[0]), Priority: prio, HeldSince: held, Queue: f[3]}, true
+	st := RecordStat{State: ojs.State(f[0]), Priority: prio, HeldSince: held, Queue: f[3]}
+	if len(f) == 5 {
+		st.Token = f[4]
+	}
+	return st, true
 }
 
 // MaxLastPerSubject is how many subjects LastPerSubject answers for: the

@@ -23,6 +23,12 @@ func TestRecordWritesCarryTheirSummary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// An available job's summary carries its token.
+	avail := *j
+	avail.State = ojs.StateAvailable
+	if got, ok := jobstore.ParseStat(jobstore.StatOf(&avail).String()); !ok || got.Token != j.Internal.Token || got.State != ojs.StateAvailable {
+		t.Fatalf("available summary read as %+v, %v", got, ok)
+	}
 	j.State, j.StartedAt, j.Internal.HeldAck = ojs.StateActive, started, "$JS.ACK.x"
 	if rev, err = st.Update(ctx, j, rev); err != nil {
 		t.Fatal(err)

@@ -203,3 +203,21 @@ func (s *Store) SetLimitTimer(ctx context.Context, entry string, at time.Time) e
 
 // Promoted reports whether a ready message was released from waiters.
 func Promoted(h nats.Header) bool { return h.Get(HeaderPromoted) != "" }
+
+// ScanWaiters reads the waiters of every entry stored at or after sequence
+// from, at most max of them, and calls fn with each until fn returns false
+// (a scan, scan.go: batched direct gets on one server, one get per waiter
+// through the leader on a cluster; no consumer).
+func (s *Store) ScanWaiters(ctx context.Context, from uint64, max int, fn func(Waiter) bool) (ScanPos, error) {
+	return s.scan(ctx, s.assets.Wait, topology.WaitStream, topology.WaitSubjects, from, max, func(m *jetstream.RawStreamMsg) bool {
+		ref, ok := Ref(m.Header)
+		if !ok {
+			return true
+		}
+		p, err := strconv.Atoi(m.Subject[strings.LastIndexByte(m.Subject, '.')+1:])
+		if err != nil {
+			return true
+		}
+		return fn(Waiter{MsgRef: ref, Seq: m.Sequence, Queue: m.Header.Get(HeaderQueue), Priority: p, ParkedAt: ParkedAt(m.Header)})
+	})
+}
