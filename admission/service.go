@@ -151,6 +151,7 @@ type Service struct {
 	queues   *queueCache
 	groups   *groupCache
 	stats    *statsAgg
+	keeper   *countKeeper
 	records  *recordCache
 	leases   deferredLeases
 	beats    beatBook
@@ -208,6 +209,7 @@ func New(nc *nats.Conn, js jetstream.JetStream, assets *topology.Assets, cfg Con
 	s.queues = newQueueCache(s.store, s.log, s.now)
 	s.groups = newGroupCache(s.store, s.log)
 	s.stats = newStatsAgg()
+	s.keeper = newCountKeeper(s, processName())
 	s.records = newRecordCache(cfg.RecordCache)
 	s.notify = newReadyNotify()
 	s.limits = kvlimits.New(assets.Limits)
@@ -252,6 +254,7 @@ func (s *Service) Start(ctx context.Context) error {
 		defer s.wg.Done()
 		s.runStats(runCtx)
 	}()
+	_ = s.keeper.Start(runCtx)
 	s.running = true
 	s.started = s.clock.Now()
 	return nil
@@ -278,6 +281,7 @@ func (s *Service) Stop() {
 	s.releases.Wait()
 	s.stopBackpressure()
 	cancel()
+	s.keeper.Stop()
 	s.promoter.stop()
 	s.wg.Wait()
 	s.claimers.close()
@@ -346,6 +350,7 @@ func (s *Service) transitionFrom(ctx context.Context, id string, seed func() *oj
 				"held", nj.Internal.HeldToken != "", "rev", nrev, "from_rev", rev, "from_state", old.State)
 		}
 		s.changed(ctx, nj, old.State)
+		s.dropStaleReady(ctx, old, nj)
 		return nj, old, nil
 	}
 	return nil, nil, fmt.Errorf("%w: job %s kept changing under %d attempts", ojs.ErrConflict, id, maxCASRetries)
