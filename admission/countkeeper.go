@@ -2,11 +2,9 @@ package admission
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,7 +12,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/jetgate/jetgate/admission/ojs"
 	"github.com/jetgate/jetgate/jetstream/jobstore"
 	"github.com/jetgate/jetgate/jetstream/topology"
 )
@@ -41,17 +38,22 @@ import (
 // Parked jobs are read from OJS_WAIT (parkedReader): a waiter counts
 // while the keeper knows its job available with the waiter's token.
 //
-// Once its first reading has caught up with the stream, the keeper writes
-// every second the numbers that changed, as counter increments from the
-// value the stream holds to the value it computed (ADR-49). It is the
-// only writer of those subjects: another process's write (a jetgate of an
-// earlier version during an upgrade, or a keeper whose lease lapsed a
-// moment ago) is undone at the next second, since each increment's
-// acknowledgement carries the total it made.
+// Once its first reading has caught up with the stream, the keeper
+// answers questions on topology.CountsAskSubject (keptNumbers; its own
+// process asks its tally directly): it reads the jobs stream's last
+// sequence and waits (at most askWait) until it has read that far, so a
+// reader finds every change made before it asked. It also writes every
+// second the numbers that changed into OJS_COUNTS, as counter increments
+// from the value the stream holds to the value it computed (ADR-49),
+// which readers take when no keeper answers and operators see with the
+// nats CLI. It is the only writer of those subjects: another process's
+// write (a jetgate of an earlier version during an upgrade, or a keeper
+// whose lease lapsed a moment ago) is undone at the next second, since
+// each increment's acknowledgement carries the total it made.
 //
 // A keeper that loses its lease, or whose reading fails, stops; the next
 // holder (any process, within topology.LeaseTTL) reads every record again
-// from the first one. Until then the numbers stay as last written.
+// from the first one. Until then readers take the numbers last written.
 type countKeeper struct {
 	s     *Service
 	lease roleLease
@@ -62,10 +64,16 @@ type countKeeper struct {
 	mu     sync.Mutex
 	cancel context.CancelFunc
 	done   chan struct{}
+	// tried is closed after the keeper's first try (Start).
+	tried chan struct{}
+	try   sync.Once
 
 	// keeping is set while this process keeps the counts and its first
 	// reading has caught up (for tests and the log).
 	keeping atomic.Bool
+	// current is the tally of that reading, which this process's own
+	// questions are answered from (answer).
+	current atomic.Pointer[tally]
 	// abandoned makes a stopping keeper leave its lease to lapse, as a
 	// process killed would (tests).
 	abandoned atomic.Bool
@@ -81,17 +89,35 @@ func newCountKeeper(s *Service, holder string) *countKeeper {
 
 // Start runs the keeper until Stop. It returns at once: the lease is
 // taken in the background, by whichever process asks first.
-func (k *countKeeper) Start(context.Context) error {
+//
+// It waits (at most startWait) for its first try: until another process is
+// found holding the lease, or this one has read the records and answers
+// questions, so that the first reads after a start are exact.
+func (k *countKeeper) Start(ctx context.Context) error {
 	k.mu.Lock()
-	defer k.mu.Unlock()
 	if k.cancel != nil {
+		k.mu.Unlock()
 		return errors.New("count keeper: Start called twice")
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	k.cancel, k.done = cancel, make(chan struct{})
-	go k.run(ctx)
+	rctx, cancel := context.WithCancel(context.Background())
+	k.cancel, k.done, k.tried = cancel, make(chan struct{}), make(chan struct{})
+	k.mu.Unlock()
+	go k.run(rctx)
+	wait := time.NewTimer(startWait)
+	defer wait.Stop()
+	select {
+	case <-k.tried:
+	case <-wait.C:
+	case <-ctx.Done():
+	}
 	return nil
 }
+
+// startWait bounds how long Start waits for the keeper's first try.
+const startWait = 2 * time.Second
+
+// triedOnce ends Start's wait.
+func (k *countKeeper) triedOnce() { k.try.Do(func() { close(k.tried) }) }
 
 // Stop ends the keeper and gives its lease up (so that another process
 // takes over at once). Safe to call twice.
@@ -118,6 +144,7 @@ func (k *countKeeper) run(ctx context.Context) {
 		if ok {
 			k.keep(ctx)
 		}
+		k.triedOnce()
 		select {
 		case <-ctx.Done():
 			return
@@ -132,6 +159,7 @@ func (k *countKeeper) keep(parent context.Context) {
 	ctx, cancel := context.WithCancel(parent)
 	defer func() {
 		k.keeping.Store(false)
+		k.current.Store(nil)
 		cancel()
 		if !k.abandoned.Load() {
 			rctx, rcancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -157,6 +185,7 @@ func (k *countKeeper) keep(parent context.Context) {
 		return
 	}
 	var pr parkedReader
+	caughtUp := tl.caughtUpC()
 	t := time.NewTicker(k.every)
 	defer t.Stop()
 	for {
@@ -166,28 +195,36 @@ func (k *countKeeper) keep(parent context.Context) {
 		case err := <-rd.failed:
 			k.s.log.Warn("count keeper: reading the job records stopped", "error", err)
 			return
-		case <-t.C:
-		}
-		if err := k.lease.renew(ctx, since); err != nil {
-			if ctx.Err() == nil {
-				k.s.log.Warn("count keeper: lease lost", "error", err)
+		case <-caughtUp:
+			// Questions are answered from now on; the counters are written
+			// at once.
+			caughtUp = nil
+			sub, err := k.s.nc.Subscribe(topology.CountsAskSubject, func(m *nats.Msg) { k.serve(ctx, tl, m) })
+			if err != nil {
+				k.s.log.Warn("count keeper: questions not taken", "error", err)
+				return
 			}
-			return
+			defer func() { _ = sub.Unsubscribe() }()
+			k.current.Store(tl)
+			k.keeping.Store(true)
+			k.triedOnce()
+		case <-t.C:
+			if err := k.lease.renew(ctx, since); err != nil {
+				if ctx.Err() == nil {
+					k.s.log.Warn("count keeper: lease lost", "error", err)
+				}
+				return
+			}
+			if caughtUp != nil {
+				continue
+			}
 		}
-		if !tl.caughtUp() {
-			continue
-		}
-		parked, err := pr.count(ctx, k.s, tl)
-		if err != nil && ctx.Err() == nil {
+		if err := pr.count(ctx, k.s, tl); err != nil && ctx.Err() == nil {
 			k.s.log.Debug("count keeper: parked jobs not read", "error", err)
 		}
-		g.write(ctx, tl.gauges(k.s.now(), parked))
-		k.keeping.Store(true)
+		g.write(ctx, tl.gauges(k.s.now()))
 	}
 }
-
-// parkedEvery is how often the keeper reads the parked jobs at most.
-const parkedEvery = 2 * time.Second
 
 // heldFor is how long a claim holds its ready message at most while its
 // process lives: the lease deferral (lease.go) of an attempt whose
@@ -250,11 +287,7 @@ func (k *countKeeper) read(ctx context.Context, tl *tally, m jetstream.Msg) {
 	if err != nil {
 		return
 	}
-	defer func() {
-		if md.NumPending == 0 {
-			tl.markCaughtUp()
-		}
-	}()
+	defer tl.advance(md.Sequence.Stream, md.NumPending == 0)
 	id, ok := jobstore.RecordID(m.Subject())
 	if !ok {
 		return
@@ -275,297 +308,86 @@ func (k *countKeeper) read(ctx context.Context, tl *tally, m jetstream.Msg) {
 	tl.apply(id, &st)
 }
 
-// parkedReader counts the parked jobs per queue and priority: the
-// waiters in OJS_WAIT whose job the keeper knows available with the
-// waiter's token. It reads the waiters again only when the wait stream
-// changed (its message count or sequences, one stream info per second),
-// and then at most every parkedEvery, or twenty times as long as the last
-// reading took; between readings it checks the waiters it read against
-// the records it follows, so a parked job cancelled stops counting at
-// once.
-type parkedReader struct {
-	state   [3]uint64 // messages, first and last sequence at the last reading
-	waiters []parkedWaiter
-	next    time.Time
+// askWait bounds how long the keeper waits, for one question, to have read
+// the records written before it; the reader waits twice as long for the
+// answer before it reads the counters instead.
+const askWait = 500 * time.Millisecond
+
+// countsAsk is a question to the keeper: the queues whose numbers are
+// wanted.
+type countsAsk struct {
+	Queues []string `json:"queues"`
 }
 
-type parkedWaiter struct {
-	id, token, queue string
-	prio             int
+// countsAnswer is the keeper's answer: per queue (as named in the
+// question), its numbers by counter name (active, scheduled, retryable,
+// pending, held_pNNN, parked_pNNN; 0 left out).
+type countsAnswer struct {
+	Counts map[string]map[string]int64 `json:"counts"`
+	Error  string                      `json:"error,omitempty"`
 }
 
-// count returns the parked jobs as of now; an error leaves the last
-// reading in use.
-func (pr *parkedReader) count(ctx context.Context, s *Service, tl *tally) (map[gaugeKey]int64, error) {
-	var err error
-	if now := time.Now(); !now.Before(pr.next) {
-		err = pr.read(ctx, s)
-		pr.next = now.Add(max(parkedEvery, 20*time.Since(now)))
+// serve answers one question (CountsAskSubject).
+func (k *countKeeper) serve(ctx context.Context, tl *tally, m *nats.Msg) {
+	var q countsAsk
+	var a countsAnswer
+	if err := json.Unmarshal(m.Data, &q); err != nil {
+		a.Error = "bad question: " + err.Error()
+	} else if a.Counts, err = k.answer(ctx, tl, q.Queues); err != nil {
+		a.Error = err.Error()
 	}
-	if len(pr.waiters) == 0 {
-		return nil, err
+	b, _ := json.Marshal(a)
+	_ = m.Respond(b)
+}
+
+// answer returns the numbers tl makes of queues once it has read every
+// record written before the question (or after askWait): a reader that
+// wrote a record a moment ago finds its change counted.
+func (k *countKeeper) answer(ctx context.Context, tl *tally, queues []string) (map[string]map[string]int64, error) {
+	wctx, cancel := context.WithTimeout(ctx, askWait)
+	defer cancel()
+	st, err := k.s.js.Stream(wctx, topology.KVStream(topology.JobsBucket))
+	if err != nil {
+		return nil, jobstore.Unavailable(err)
 	}
-	out := map[gaugeKey]int64{}
-	tl.mu.Lock()
-	defer tl.mu.Unlock()
-	for _, w := range pr.waiters {
-		if j, ok := tl.jobs[w.id]; ok && j.state == ojs.StateAvailable && j.queue == w.queue && j.token == w.token {
-			out[gaugeKey{w.queue, parkedAt(w.prio)}]++
+	_ = tl.waitApplied(wctx, st.CachedInfo().State.LastSeq)
+	tokens := make([]string, len(queues))
+	for i, q := range queues {
+		tokens[i] = topology.Token(q)
+	}
+	byToken := tl.numbers(k.s.now(), tokens)
+	out := make(map[string]map[string]int64, len(queues))
+	for i, q := range queues {
+		out[q] = byToken[tokens[i]]
+	}
+	return out, nil
+}
+
+// keptNumbers asks the count keeper for the numbers it keeps of queues
+// (answer): from this process's own tally when it is the keeper, else with
+// one request. It returns nil when no keeper answers in time (none has
+// caught up yet, or it is being replaced): the reader then takes the
+// counters the last keeper wrote.
+func (s *Service) keptNumbers(ctx context.Context, queues []string) map[string]map[string]int64 {
+	if tl := s.keeper.current.Load(); tl != nil {
+		out, err := s.keeper.answer(ctx, tl, queues)
+		if err == nil {
+			return out
 		}
 	}
-	return out, err
-}
-
-// read reads every waiter of OJS_WAIT, if the stream changed since the
-// last reading.
-func (pr *parkedReader) read(ctx context.Context, s *Service) error {
-	info, err := s.assets.Wait.Info(ctx)
+	b, err := json.Marshal(countsAsk{Queues: queues})
 	if err != nil {
-		return jobstore.Unavailable(err)
-	}
-	st := [3]uint64{info.State.Msgs, info.State.FirstSeq, info.State.LastSeq}
-	if st == pr.state {
 		return nil
 	}
-	var ws []parkedWaiter
-	if st[0] > 0 {
-		from := uint64(1)
-		for {
-			pos, err := s.store.ScanWaiters(ctx, from, math.MaxInt, func(w jobstore.Waiter) bool {
-				ws = append(ws, parkedWaiter{id: w.JobID, token: w.Token, queue: topology.Token(w.Queue), prio: w.Priority})
-				return true
-			})
-			if err != nil {
-				return err
-			}
-			if pos.Done {
-				break
-			}
-			from = pos.Next
-		}
-	}
-	pr.state, pr.waiters = st, ws
-	return nil
-}
-
-// tally is what the keeper knows of the records.
-type tally struct {
-	mu      sync.Mutex
-	heldFor time.Duration
-	// jobs are the jobs available with a record, active, scheduled,
-	// retryable or pending, by id.
-	jobs map[string]tallyJob
-	// held are the active jobs whose claim holds its ready message, by id.
-	held map[string]heldJob
-	// counts are the jobs per queue and state (active, scheduled,
-	// retryable, pending).
-	counts map[gaugeKey]int64
-	// queues interns queue tokens (one string per queue, not per job).
-	queues map[string]string
-	ready  bool
-}
-
-type tallyJob struct {
-	queue string
-	prio  int32
-	state ojs.State
-	// token is the job's token while it is available (a parked job's
-	// waiter carries it).
-	token string
-}
-
-type heldJob struct {
-	queue string
-	prio  int32
-	until int64 // Unix ms
-}
-
-// gaugeKey names one number the keeper writes: a queue token and a
-// counter name (ojs.count.<queue>.<name>).
-type gaugeKey struct{ queue, name string }
-
-func (g gaugeKey) subject() string { return "ojs.count." + g.queue + "." + g.name }
-
-func newTally(heldFor time.Duration) *tally {
-	return &tally{heldFor: heldFor, jobs: map[string]tallyJob{}, held: map[string]heldJob{},
-		counts: map[gaugeKey]int64{}, queues: map[string]string{}}
-}
-
-func (t *tally) markCaughtUp() {
-	t.mu.Lock()
-	t.ready = true
-	t.mu.Unlock()
-}
-
-func (t *tally) caughtUp() bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.ready
-}
-
-// kept reports whether the keeper remembers jobs in state st.
-func kept(st ojs.State) bool {
-	switch st {
-	case ojs.StateAvailable, ojs.StateActive, ojs.StateScheduled, ojs.StateRetryable, ojs.StatePending:
-		return true
-	}
-	return false
-}
-
-// apply moves job id to what st says (nil: the record is gone).
-func (t *tally) apply(id string, st *jobstore.RecordStat) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if old, ok := t.jobs[id]; ok {
-		if old.state != ojs.StateAvailable {
-			k := gaugeKey{old.queue, string(old.state)}
-			if t.counts[k]--; t.counts[k] == 0 {
-				delete(t.counts, k)
-			}
-		}
-		delete(t.jobs, id)
-		delete(t.held, id)
-	}
-	if st == nil || !kept(st.State) {
-		return
-	}
-	q, ok := t.queues[st.Queue]
-	if !ok {
-		q = strings.Clone(st.Queue)
-		t.queues[q] = q
-	}
-	id = strings.Clone(id) // not the message's subject, which it would keep
-	j := tallyJob{queue: q, prio: int32(st.Priority), state: st.State}
-	if st.State == ojs.StateAvailable {
-		j.token = strings.Clone(st.Token)
-	}
-	t.jobs[id] = j
-	if st.State != ojs.StateAvailable {
-		t.counts[gaugeKey{q, string(st.State)}]++
-	}
-	if st.State == ojs.StateActive && st.HeldSince > 0 && t.heldFor > 0 {
-		t.held[id] = heldJob{queue: q, prio: int32(st.Priority), until: st.HeldSince + t.heldFor.Milliseconds()}
-	}
-}
-
-// gauges returns every number to write as of now: the state counts, the
-// held messages (forgetting claims older than heldFor) and parked.
-func (t *tally) gauges(now time.Time, parked map[gaugeKey]int64) map[gaugeKey]int64 {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	out := make(map[gaugeKey]int64, len(t.counts)+len(parked)+8)
-	for k, n := range t.counts {
-		out[k] = n
-	}
-	ms := now.UnixMilli()
-	for id, h := range t.held {
-		if h.until <= ms {
-			delete(t.held, id)
-			continue
-		}
-		out[gaugeKey{h.queue, heldAt(int(h.prio))}]++
-	}
-	for k, n := range parked {
-		out[k] += n
-	}
-	return out
-}
-
-// Counter names of the numbers the keeper writes per priority level.
-const (
-	heldPrefix   = "held_p"
-	parkedPrefix = "parked_p"
-)
-
-func heldAt(prio int) string {
-	return fmt.Sprintf("%s%0*d", heldPrefix, topology.PriorityDigits, prio)
-}
-
-func parkedAt(prio int) string {
-	return fmt.Sprintf("%s%0*d", parkedPrefix, topology.PriorityDigits, prio)
-}
-
-// keptName reports whether counter name is one the keeper writes.
-func keptName(name string) bool {
-	switch ojs.State(name) {
-	case ojs.StateActive, ojs.StateScheduled, ojs.StateRetryable, ojs.StatePending:
-		return true
-	}
-	return strings.HasPrefix(name, heldPrefix) || strings.HasPrefix(name, parkedPrefix)
-}
-
-// gauges writes the keeper's numbers into OJS_COUNTS.
-type gauges struct {
-	s *Service
-	// published is what each of the keeper's counters holds, as far as
-	// the keeper knows (the totals its increments' acknowledgements
-	// carried).
-	published map[gaugeKey]int64
-}
-
-// load reads the keeper's counters as they stand.
-func (g *gauges) load(ctx context.Context) error {
-	info, err := g.s.assets.Counts.Info(ctx, jetstream.WithSubjectFilter(topology.CountSubjects))
+	actx, cancel := context.WithTimeout(ctx, 2*askWait)
+	defer cancel()
+	m, err := s.nc.RequestWithContext(actx, topology.CountsAskSubject, b)
 	if err != nil {
-		return jobstore.Unavailable(err)
+		return nil
 	}
-	for subj := range info.State.Subjects {
-		rest, ok := strings.CutPrefix(subj, "ojs.count.")
-		i := strings.LastIndexByte(rest, '.')
-		if !ok || i < 0 || !keptName(rest[i+1:]) {
-			continue
-		}
-		k := gaugeKey{rest[:i], rest[i+1:]}
-		n, err := readCounter(ctx, g.s.assets.Counts, subj)
-		if err != nil {
-			return err
-		}
-		g.published[k] = n
+	var a countsAnswer
+	if json.Unmarshal(m.Data, &a) != nil || a.Error != "" || a.Counts == nil {
+		return nil
 	}
-	return nil
-}
-
-// write moves every counter that differs from want to it.
-func (g *gauges) write(ctx context.Context, want map[gaugeKey]int64) {
-	type pending struct {
-		k   gaugeKey
-		fut jetstream.PubAckFuture
-	}
-	var ps []pending
-	incr := func(k gaugeKey, by int64) {
-		m := nats.NewMsg(k.subject())
-		m.Header.Set("Nats-Incr", strconv.FormatInt(by, 10))
-		f, err := g.s.js.PublishMsgAsync(m)
-		if err != nil {
-			g.s.log.Debug("count keeper: write failed", "subject", k.subject(), "error", err)
-			return
-		}
-		ps = append(ps, pending{k, f})
-	}
-	for k, n := range want {
-		if have := g.published[k]; have != n {
-			incr(k, n-have)
-		}
-	}
-	for k, have := range g.published {
-		if _, ok := want[k]; !ok && have != 0 {
-			incr(k, -have)
-		}
-	}
-	timeout := time.NewTimer(flushWait)
-	defer timeout.Stop()
-	for _, p := range ps {
-		select {
-		case ack := <-p.fut.Ok():
-			if n, err := strconv.ParseInt(ack.Value, 10, 64); err == nil {
-				g.published[p.k] = n
-			}
-		case err := <-p.fut.Err():
-			g.s.log.Debug("count keeper: write failed", "subject", p.k.subject(), "error", err)
-		case <-timeout.C:
-			return
-		case <-ctx.Done():
-			return
-		}
-	}
+	return a.Counts
 }

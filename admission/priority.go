@@ -82,22 +82,12 @@ func (s *Service) PriorityStats(ctx context.Context, queue string) (*ojs.Priorit
 }
 
 // PriorityDepths reports every queue's available jobs per priority, for
-// the ojs.queue.available_by_priority gauge; queues whose counters cannot
+// the ojs.queue.available_by_priority gauge; queues whose numbers cannot
 // be read are left out of that scrape.
 func (s *Service) PriorityDepths(ctx context.Context) map[string]map[int]int64 {
 	out := map[string]map[int]int64{}
-	for _, q := range s.queues.list() {
-		st, err := s.PriorityStats(ctx, q.Name)
-		if err != nil {
-			continue
-		}
-		levels := make(map[int]int64, len(st.CountsByPriority))
-		for p, n := range st.CountsByPriority {
-			if prio, err := strconv.Atoi(p); err == nil {
-				levels[prio] = n
-			}
-		}
-		out[q.Name] = levels
+	for q, c := range s.allQueueCounts(ctx) {
+		out[q] = c.levels
 	}
 	return out
 }

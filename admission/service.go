@@ -254,7 +254,7 @@ func (s *Service) Start(ctx context.Context) error {
 		defer s.wg.Done()
 		s.runStats(runCtx)
 	}()
-	_ = s.keeper.Start(runCtx)
+	_ = s.keeper.Start(ctx)
 	s.running = true
 	s.started = s.clock.Now()
 	return nil

@@ -419,15 +419,26 @@ func TestQueueStatsCountsStates(t *testing.T) {
 		t.Fatal(err)
 	}
 	fetch1(t, b, "s")
-	// available is read from the ready stream (the message of the job
-	// still active is held by its claim, and not counted), active and
-	// pending from the count keeper's numbers (written once a second),
-	// completed from this process's counters, unflushed deltas included:
-	// ask until the keeper has written (generous bound).
+	// Read at once, as a client that just made these changes would: the
+	// ready stream counts available (the job still active holds its ready
+	// message, which is not counted), the count keeper answers active and
+	// pending once it has read every record written before the question,
+	// and completed includes this process's unflushed changes.
+	st, err := b.svc.QueueStats(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := st.Stats
+	if c.Available != 1 || c.Active != 1 || c.Completed != 1 || c.Pending != 1 || c.CompletedLastHour != 1 {
+		t.Fatalf("stats: %+v", c)
+	}
+	// After a flush the numbers come from JetStream and stay the same.
+	// Counter increments and samples are published without waiting for
+	// acks, so poll until JetStream has applied them.
 	b.svc.FlushStats()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		st, err := b.svc.QueueStats(ctx, "s")
+		st, err = b.svc.QueueStats(ctx, "s")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -436,7 +447,7 @@ func TestQueueStatsCountsStates(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("stats: %+v", c)
+			t.Fatalf("stats from JetStream after flush: %+v", c)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -42,11 +42,14 @@ import (
 //   - active, scheduled, retryable, pending: the job records. One process
 //     at a time, the count keeper (countkeeper.go, under a lease in
 //     OJS_LEASES), follows every write of the records, headers only, and
-//     writes the numbers per queue into OJS_COUNTS once a second, with
-//     held_pNNN and parked_pNNN. Nothing of them lives in any other
-//     process: a process that dies loses none of them, and a keeper that
-//     dies is replaced within topology.LeaseTTL by one that reads every
-//     record again.
+//     answers questions about them (held_pNNN and parked_pNNN too) on
+//     topology.CountsAskSubject once it has read every record written
+//     before the question: a reader sees its own changes. It also writes
+//     the numbers into OJS_COUNTS once a second, which readers take when
+//     no keeper answers (one is being replaced). Nothing of them lives in
+//     any other process: a process that dies loses none of them, and a
+//     keeper that dies is replaced within topology.LeaseTTL by one that
+//     reads every record again.
 //   - completed, cancelled, discarded: cumulative counters, kept as
 //     before: each process aggregates its finished jobs in memory and
 //     flushes them once a second as counter increments (Nats-Incr) to
@@ -63,9 +66,11 @@ import (
 // stored per job); each record write carries a summary header of about 40
 // bytes (jobstore.HeaderStat) and is delivered once more, headers only, to
 // the keeper: two deliveries per job on the default path (the record at
-// claim and at completion). Per read of a queue: one batched direct get of
-// its counters (ojs.count.<queue>.>) and one consumer info per priority
-// level it has used, none of them depending on the number of jobs. The
+// claim and at completion). Per read of a queue: one question to the
+// keeper (which asks the jobs stream's info once per question), one
+// batched direct get of its counters (ojs.count.<queue>.>) and one
+// consumer info per priority level it has used, none of them depending on
+// the number of jobs (the metric asks the keeper once for all queues). The
 // keeper remembers, per job available with a record, active, scheduled,
 // retryable or pending, its queue, priority and state (about 100 bytes
 // each); a new keeper reads every record of OJS_JOBS once, finished ones
@@ -77,9 +82,9 @@ import (
 //
 // What a crash costs. A process killed: up to one second of its finished
 // jobs (completed, cancelled, discarded and the samples); nothing else. The
-// keeper's process killed: the numbers it writes stay as they were until
-// the next keeper has taken the lease (at most topology.LeaseTTL) and read
-// the records again; they are then the truth. Whatever crashed, the
+// keeper's process killed: readers take the numbers it wrote last until the
+// next keeper has taken the lease (at most topology.LeaseTTL) and read the
+// records again; they are then the truth. Whatever crashed, the
 // ready stream answers for available at once. Until the ready consumers'
 // AckWait brings it back, a message held by a claim whose process died is
 // counted available from a third of that AckWait after the claim (when
@@ -380,9 +385,37 @@ func ptr[T any](v T) *T { return &v }
 // left out of this scrape.
 func (s *Service) StateDepths(ctx context.Context) map[string]map[ojs.State]int64 {
 	out := map[string]map[ojs.State]int64{}
-	for _, q := range s.queues.list() {
-		if n, err := s.stateCounts(ctx, q.Name, depthStates); err == nil {
-			out[q.Name] = n
+	for q, c := range s.allQueueCounts(ctx) {
+		n := make(map[ojs.State]int64, len(depthStates))
+		for _, st := range depthStates {
+			n[st] = c.states[st]
+		}
+		out[q] = n
+	}
+	return out
+}
+
+// allQueueCounts reads the numbers of every known queue, asking the count
+// keeper once for all of them; a queue whose numbers cannot be read is
+// left out.
+func (s *Service) allQueueCounts(ctx context.Context) map[string]*counts {
+	qs := s.queues.list()
+	names := make([]string, len(qs))
+	for i, q := range qs {
+		names[i] = q.Name
+	}
+	kept := s.keptNumbers(ctx, names)
+	out := make(map[string]*counts, len(names))
+	for _, q := range names {
+		var k map[string]int64
+		if kept != nil {
+			k = kept[q]
+			if k == nil {
+				k = map[string]int64{}
+			}
+		}
+		if c, err := s.queueCountsWith(ctx, q, k); err == nil {
+			out[q] = c
 		}
 	}
 	return out
@@ -413,10 +446,23 @@ type counts struct {
 }
 
 // queueCounts reads a queue's jobs per state and its available jobs per
-// priority (see statsAgg for where each number comes from): one batched
-// direct get of the queue's counters and one consumer info per priority
-// level the queue has used. Nothing is below 0.
+// priority (see statsAgg for where each number comes from): one question
+// to the count keeper, one batched direct get of the queue's counters and
+// one consumer info per priority level the queue has used. Nothing is
+// below 0.
 func (s *Service) queueCounts(ctx context.Context, queue string) (*counts, error) {
+	var k map[string]int64
+	if kept := s.keptNumbers(ctx, []string{queue}); kept != nil {
+		if k = kept[queue]; k == nil {
+			k = map[string]int64{}
+		}
+	}
+	return s.queueCountsWith(ctx, queue, k)
+}
+
+// queueCountsWith is queueCounts with the keeper's answer for the queue
+// (nil: no answer, the counters it wrote last are read instead).
+func (s *Service) queueCountsWith(ctx context.Context, queue string, kept map[string]int64) (*counts, error) {
 	ready, err := s.readyLevels(ctx, queue)
 	if err != nil {
 		return nil, err
@@ -426,6 +472,16 @@ func (s *Service) queueCounts(ctx context.Context, queue string) (*counts, error
 		ctr, err := s.queueCounters(ctx, queue)
 		if err != nil {
 			return err
+		}
+		if kept != nil {
+			for name := range ctr {
+				if keptName(name) {
+					delete(ctr, name)
+				}
+			}
+			for name, n := range kept {
+				ctr[name] = n
+			}
 		}
 		local, _ := s.stats.pending(queue)
 		for _, st := range ojs.States {

@@ -175,6 +175,11 @@ const (
 	FreedSubjectPattern = "ojs.freed.%s"
 	// FreedSubjects matches the freed notices of every queue.
 	FreedSubjects = "ojs.freed.*"
+	// CountsAskSubject is the core NATS subject on which the count keeper
+	// (the holder of CountsRole) answers the numbers it keeps, up to date
+	// with every record written before the question. No stream captures
+	// it.
+	CountsAskSubject = "ojs.keeper.counts"
 	// OverdraftStream holds the overdraft units of every bounded queue:
 	// one message per job that came back from active to retry while its
 	// queue was full. It has no limits (a retry is never refused); a
