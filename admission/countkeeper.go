@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetgate/jetgate/admission/ojs"
 	"github.com/jetgate/jetgate/jetstream/jobstore"
 	"github.com/jetgate/jetgate/jetstream/topology"
 )
@@ -87,12 +88,11 @@ func newCountKeeper(s *Service, holder string) *countKeeper {
 	}
 }
 
-// Start runs the keeper until Stop. It returns at once: the lease is
-// taken in the background, by whichever process asks first.
-//
-// It waits (at most startWait) for its first try: until another process is
-// found holding the lease, or this one has read the records and answers
-// questions, so that the first reads after a start are exact.
+// Start runs the keeper until Stop: the lease is taken in the background,
+// by whichever process asks first. Start waits (at most startWait) for
+// the first try: until another process is found holding the lease, or
+// this one has read the records and answers questions, so that the first
+// reads after a start are exact.
 func (k *countKeeper) Start(ctx context.Context) error {
 	k.mu.Lock()
 	if k.cancel != nil {
@@ -186,6 +186,7 @@ func (k *countKeeper) keep(parent context.Context) {
 	}
 	var pr parkedReader
 	caughtUp := tl.caughtUpC()
+	renewed := time.Now()
 	t := time.NewTicker(k.every)
 	defer t.Stop()
 	for {
@@ -210,11 +211,20 @@ func (k *countKeeper) keep(parent context.Context) {
 			k.triedOnce()
 		case <-t.C:
 			if err := k.lease.renew(ctx, since); err != nil {
+				// NATS not answering for a moment (a cluster electing a
+				// leader) is not a reason to read every record again, as
+				// long as the lease cannot have lapsed: no other process
+				// can take it before.
+				if errors.Is(err, ojs.ErrUnavailable) && time.Since(renewed) < topology.LeaseTTL-2*k.every && ctx.Err() == nil {
+					k.s.log.Debug("count keeper: lease not renewed, trying again", "error", err)
+					continue
+				}
 				if ctx.Err() == nil {
 					k.s.log.Warn("count keeper: lease lost", "error", err)
 				}
 				return
 			}
+			renewed = time.Now()
 			if caughtUp != nil {
 				continue
 			}
