@@ -72,3 +72,14 @@ func (s *Service) SetLimitSweep(d time.Duration) { s.promoter.sweepEvery = d }
 // instead of certainFor (backpressure_certain.go), so that a test sees
 // room come back only through release news; call it between New and Start.
 func (s *Service) TrustRefusalsFor(d time.Duration) { s.bp.trust = d }
+
+// KeepsCounts reports whether this process keeps the queue counts now
+// (countkeeper.go) and has written them at least once.
+func (s *Service) KeepsCounts() bool { return s.keeper.keeping.Load() }
+
+// KillCountKeeper stops this process's count keeper as a kill would:
+// without giving its lease up, which lapses after topology.LeaseTTL.
+func (s *Service) KillCountKeeper() {
+	s.keeper.abandoned.Store(true)
+	s.keeper.Stop()
+}

@@ -2,15 +2,10 @@ package admission
 
 import (
 	"context"
-	"fmt"
 	"strconv"
-	"strings"
-
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetgate/jetgate/admission/ojs"
 	"github.com/jetgate/jetgate/jetstream/jobstore"
-	"github.com/jetgate/jetgate/jetstream/topology"
 )
 
 // EventPriorityChanged is emitted when a job's priority is updated after
@@ -64,77 +59,35 @@ func (s *Service) priorityChanged(ctx context.Context, old, nj *ojs.Job) {
 	s.met.PriorityChanged(ctx, nj.Queue)
 }
 
-// PriorityStats counts a queue's available jobs per priority (PRI-R003),
-// from the same per-state counters as QueueStats (flushed each second,
-// this process's unflushed changes included). Jobs waiting on a rate
-// limit are available and counted.
+// PriorityStats counts a queue's available jobs per priority (PRI-R003):
+// each level's ready messages, less those an active job's claim still
+// holds, plus the jobs parked on a rate limit at that level (stats.go).
+// Jobs waiting on a rate limit are available and counted.
 func (s *Service) PriorityStats(ctx context.Context, queue string) (*ojs.PriorityStats, error) {
 	if _, ok := s.queues.get(queue); !ok {
 		if _, err := s.store.GetQueue(ctx, queue); err != nil {
 			return nil, err
 		}
 	}
-	out := &ojs.PriorityStats{Queue: queue, CountsByPriority: map[string]int64{}}
-	err := s.stats.consistent(func() error { return s.countByPriority(ctx, queue, out) })
+	c, err := s.queueCounts(ctx, queue)
 	if err != nil {
 		return nil, err
+	}
+	out := &ojs.PriorityStats{Queue: queue, CountsByPriority: make(map[string]int64, len(c.levels))}
+	for p, n := range c.levels {
+		out.CountsByPriority[strconv.Itoa(p)] = n
+		out.Total += n
 	}
 	return out, nil
 }
 
-// countByPriority fills out from the available_pNNN counters plus this
-// process's unflushed deltas; run it inside statsAgg.consistent.
-func (s *Service) countByPriority(ctx context.Context, queue string, out *ojs.PriorityStats) error {
-	info, err := s.assets.Counts.Info(ctx, jetstream.WithSubjectFilter(topology.CountSubject(queue, "*")))
-	if err != nil {
-		return fmt.Errorf("priority stats of %s: %w", queue, jobstore.Unavailable(err))
-	}
-	local, _ := s.stats.pending(queue)
-	names := map[string]bool{}
-	for subj := range info.State.Subjects {
-		names[subj[strings.LastIndexByte(subj, '.')+1:]] = true
-	}
-	for name := range local {
-		names[name] = true
-	}
-	for name := range names {
-		p, ok := strings.CutPrefix(name, availablePrefix)
-		if !ok {
-			continue
-		}
-		prio, err := strconv.Atoi(p)
-		if err != nil {
-			continue
-		}
-		n, err := s.counter(ctx, queue, name)
-		if err != nil {
-			return err
-		}
-		if n = max(0, n+local[name]); n > 0 {
-			out.CountsByPriority[strconv.Itoa(prio)] = n
-			out.Total += n
-		}
-	}
-	return nil
-}
-
 // PriorityDepths reports every queue's available jobs per priority, for
-// the ojs.queue.available_by_priority gauge; queues whose counters cannot
+// the ojs.queue.available_by_priority gauge; queues whose numbers cannot
 // be read are left out of that scrape.
 func (s *Service) PriorityDepths(ctx context.Context) map[string]map[int]int64 {
 	out := map[string]map[int]int64{}
-	for _, q := range s.queues.list() {
-		st, err := s.PriorityStats(ctx, q.Name)
-		if err != nil {
-			continue
-		}
-		levels := make(map[int]int64, len(st.CountsByPriority))
-		for p, n := range st.CountsByPriority {
-			if prio, err := strconv.Atoi(p); err == nil {
-				levels[prio] = n
-			}
-		}
-		out[q.Name] = levels
+	for q, c := range s.allQueueCounts(ctx) {
+		out[q] = c.levels
 	}
 	return out
 }

@@ -164,6 +164,7 @@ type Service struct {
 	queues   *queueCache
 	groups   *groupCache
 	stats    *statsAgg
+	keeper   *countKeeper
 	records  *recordCache
 	leases   deferredLeases
 	beats    beatBook
@@ -234,6 +235,7 @@ func New(nc *nats.Conn, js jetstream.JetStream, assets *topology.Assets, cfg Con
 	s.queues = newQueueCache(s.store, s.log, s.now)
 	s.groups = newGroupCache(s.store, s.log)
 	s.stats = newStatsAgg()
+	s.keeper = newCountKeeper(s, processName())
 	s.records = newRecordCache(cfg.RecordCache)
 	s.notify = newReadyNotify()
 	s.limits = kvlimits.New(assets.Limits)
@@ -289,6 +291,7 @@ func (s *Service) Start(ctx context.Context) error {
 		defer s.wg.Done()
 		s.runStats(runCtx)
 	}()
+	_ = s.keeper.Start(ctx)
 	s.running = true
 	s.started = s.clock.Now()
 	return nil
@@ -342,6 +345,7 @@ func (s *Service) stop(clean bool) {
 	s.releases.Wait()
 	s.stopBackpressure()
 	cancel()
+	s.keeper.Stop()
 	s.promoter.stop()
 	s.wg.Wait()
 	s.claimers.close()
@@ -410,6 +414,7 @@ func (s *Service) transitionFrom(ctx context.Context, id string, seed func() *oj
 				"held", nj.Internal.HeldToken != "", "rev", nrev, "from_rev", rev, "from_state", old.State)
 		}
 		s.changed(ctx, nj, old.State)
+		s.dropStaleReady(ctx, old, nj)
 		return nj, old, nil
 	}
 	return nil, nil, fmt.Errorf("%w: job %s kept changing under %d attempts", ojs.ErrConflict, id, maxCASRetries)

@@ -420,6 +420,11 @@ func TestQueueStatsCountsStates(t *testing.T) {
 		t.Fatal(err)
 	}
 	fetch1(t, b, "s")
+	// Read at once, as a client that just made these changes would: the
+	// ready stream counts available (the job still active holds its ready
+	// message, which is not counted), the count keeper answers active and
+	// pending once it has read every record written before the question,
+	// and completed includes this process's unflushed changes.
 	st, err := b.svc.QueueStats(ctx, "s")
 	if err != nil {
 		t.Fatal(err)

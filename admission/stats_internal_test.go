@@ -23,18 +23,18 @@ func TestStatsReadCountsEachDeltaOnceWhileFlushing(t *testing.T) {
 	defer wg.Wait()
 	for r := 1; r <= rounds; r++ {
 		for range per {
-			svc.stats.move("sq", 2, "", ojs.StateAvailable)
+			svc.stats.move("sq", 2, ojs.StateActive, ojs.StateCompleted)
 			svc.stats.sample("sq", func(x *statSample) { x.Started++ })
 		}
 		wg.Add(1)
 		go func() { defer wg.Done(); svc.flushStats() }()
 		want := int64(r * per)
-		n, err := svc.stateCounts(ctx, "sq", []ojs.State{ojs.StateAvailable})
+		n, err := svc.stateCounts(ctx, "sq", []ojs.State{ojs.StateCompleted})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n[ojs.StateAvailable] != want {
-			t.Fatalf("round %d: available %d, want %d", r, n[ojs.StateAvailable], want)
+		if n[ojs.StateCompleted] != want {
+			t.Fatalf("round %d: completed %d, want %d", r, n[ojs.StateCompleted], want)
 		}
 		var minute statSample
 		err = svc.stats.consistent(func() error {

@@ -79,10 +79,11 @@ func ids(l *ojs.JobList) []string {
 
 // ojs-admin-api.md 7.1 with the design's ready messages: an available job
 // is listed from its ready message. A ready message whose job moved on
-// (cancelled while available: its message stays in the stream with a
-// stale token) is not listed, and a ready message that carries the whole
-// job while no record exists yet is (the layout where the ready message is
-// the available job's record).
+// (a stale token: a cancel removes the message of the job it cancels, but
+// one published by a transition that then lost its compare-and-swap
+// stays until a fetch drops it) is not listed, and a ready message that
+// carries the whole job while no record exists yet is (the layout where
+// the ready message is the available job's record).
 func TestAvailableFromReadyStream_ADM003(t *testing.T) {
 	t.Parallel()
 	b := setup(t, admin.Config{})
@@ -90,6 +91,13 @@ func TestAvailableFromReadyStream_ADM003(t *testing.T) {
 	keep := enqueue(t, b, "q", "t.keep")
 	gone := enqueue(t, b, "q", "t.gone")
 	if _, _, err := b.svc.Cancel(ctx, gone.ID); err != nil {
+		t.Fatal(err)
+	}
+	// A ready message of the cancelled job with a token its record never
+	// had.
+	stale := *gone
+	stale.Internal.Token = jobstore.NewToken()
+	if _, err := b.js.PublishMsg(ctx, jobstore.ReadyMsg(&stale)); err != nil {
 		t.Fatal(err)
 	}
 	// A ready message carrying its job, no record.

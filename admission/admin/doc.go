@@ -10,8 +10,10 @@
 // costs no stored write per job. Instead:
 //
 //   - counts (stats, queue counts, pagination totals) come from the
-//     per-queue, per-state counters admission already keeps (stream
-//     OJS_COUNTS): one direct get per queue and state, never a scan;
+//     queue counts admission already keeps (its StateCounts: the ready
+//     stream's level consumers and the counters of stream OJS_COUNTS;
+//     admission/stats.go): a batched direct get and a consumer info per
+//     priority level per queue, never a scan;
 //   - available jobs are listed from the ready stream OJS_READY, on the
 //     queue's subjects, in the order they became ready; each ready message
 //     is checked against the job's record (same token, still available), or

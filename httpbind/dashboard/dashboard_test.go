@@ -75,6 +75,14 @@ func TestSnapshotShowsQueuesLimitsLevelsAndEvents(t *testing.T) {
 		if !hasEvent(snap, "job.enqueued", ids[0]) {
 			return "no job.enqueued event of " + ids[0]
 		}
+		// The count keeper writes active jobs, the ready messages their
+		// claims hold and the parked jobs once a second.
+		if d := queueRow(snap, "drained"); d == nil || obj(d["counts"])["active"] != 1.0 || d["depth"] != 0.0 {
+			return fmt.Sprintf("drained row %v", d)
+		}
+		if l := queueRow(snap, "limited"); l == nil || obj(l["counts"])["available"] != 1.0 {
+			return fmt.Sprintf("limited row %v", l)
+		}
 		return ""
 	})
 

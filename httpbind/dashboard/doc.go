@@ -19,12 +19,13 @@
 //     one snapshot per Interval whatever the number of open pages;
 //   - log or echo a token (auth.go).
 //
-// Queue depth is computed from the queue's counters, as the admin API
-// shows them: available + scheduled + retryable + pending (+ active with
-// count_active), ojs-backpressure.md 3's count. The bound itself is
-// enforced on admission's depth units, which can differ from the counters
-// for the moment a job is between the two. The dashboard shows the
-// counters because the operation that reads the units, QueueStats (GET
+// Queue depth is computed from the queue's counts, as the admin API
+// shows them (admission's stats: available jobs from the ready stream, the
+// others from counters): available + scheduled + retryable + pending
+// (+ active with count_active), ojs-backpressure.md 3's count. The bound
+// itself is enforced on admission's depth units, which can differ from the
+// counts for the moment a job is between the two. The dashboard shows the
+// counts because the operation that reads the units, QueueStats (GET
 // /ojs/v1/queues/{name}/stats), also reads the queue's last hour of
 // samples through an ordered consumer: a consumer per queue every second
 // is too dear for a page that may stay open all day.

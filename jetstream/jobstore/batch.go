@@ -43,7 +43,7 @@ func (s *Store) CreateBatch(ctx context.Context, jobs []*ojs.Job) error {
 		if err != nil {
 			return fmt.Errorf("encode job %s: %w", j.ID, err)
 		}
-		msgs[i] = recordMsg(j.ID, b, 0, 0)
+		msgs[i] = recordMsg(j, b, 0, 0)
 	}
 	if _, err := s.atomicBatch(ctx, msgs); err != nil {
 		return s.batchFailed(ctx, jobs, err)

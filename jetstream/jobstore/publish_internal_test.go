@@ -91,7 +91,7 @@ func FuzzReadPubAck(f *testing.F) {
 func TestRecordWriteRevisions(t *testing.T) {
 	ctx, st := testStore(t)
 	assets := st.assets
-	rev, err := st.publish(ctx, recordMsg("job-1", []byte(`{"a":1}`), 0, 0))
+	rev, err := st.publish(ctx, recordMsg(&ojs.Job{ID: "job-1"}, []byte(`{"a":1}`), 0, 0))
 	if err != nil {
 		t.Fatalf("create: %v", err)
 	}
@@ -99,13 +99,13 @@ func TestRecordWriteRevisions(t *testing.T) {
 	if err != nil || e.Revision() != rev {
 		t.Fatalf("stored revision %v (%v), answered %d", e, err, rev)
 	}
-	if _, err := st.publish(ctx, recordMsg("job-1", []byte(`{"a":2}`), 0, 0)); !wrongLastSeq(err) {
+	if _, err := st.publish(ctx, recordMsg(&ojs.Job{ID: "job-1"}, []byte(`{"a":2}`), 0, 0)); !wrongLastSeq(err) {
 		t.Fatalf("second create: %v, want a wrong last sequence", err)
 	}
-	if _, err := st.publish(ctx, recordMsg("job-1", []byte(`{"a":2}`), rev+100, 0)); !wrongLastSeq(err) {
+	if _, err := st.publish(ctx, recordMsg(&ojs.Job{ID: "job-1"}, []byte(`{"a":2}`), rev+100, 0)); !wrongLastSeq(err) {
 		t.Fatalf("update at a stale revision: %v, want a wrong last sequence", err)
 	}
-	rev2, err := st.publish(ctx, recordMsg("job-1", []byte(`{"a":3}`), rev, 0))
+	rev2, err := st.publish(ctx, recordMsg(&ojs.Job{ID: "job-1"}, []byte(`{"a":3}`), rev, 0))
 	if err != nil || rev2 <= rev {
 		t.Fatalf("update: %d, %v", rev2, err)
 	}

@@ -178,10 +178,15 @@ func (s *Store) directGet(ctx context.Context, stream string, body []byte) ([]*j
 // messages and the number of matching messages the end of the batch says
 // remain.
 func (s *Store) directGetLeft(ctx context.Context, stream string, body []byte) ([]*jetstream.RawStreamMsg, uint64, error) {
+	return s.directGetUpTo(ctx, stream, body, ScanBatch)
+}
+
+// directGetUpTo is directGetLeft for an answer of at most n messages.
+func (s *Store) directGetUpTo(ctx context.Context, stream string, body []byte, n int) ([]*jetstream.RawStreamMsg, uint64, error) {
 	inbox := s.nc.NewInbox()
-	// A channel the size of an answer (at most ScanBatch messages and the
-	// end of the batch), not a sync subscription's default of 64k slots.
-	ch := make(chan *nats.Msg, ScanBatch+2)
+	// A channel the size of an answer (at most n messages and the end of
+	// the batch), not a sync subscription's default of 64k slots.
+	ch := make(chan *nats.Msg, n+2)
 	sub, err := s.nc.ChanSubscribe(inbox, ch)
 	if err != nil {
 		return nil, 0, err

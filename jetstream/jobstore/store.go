@@ -96,7 +96,7 @@ func (s *Store) Create(ctx context.Context, j *ojs.Job) (uint64, error) {
 		return 0, err
 	}
 	defer ojs.PutBuffer(buf)
-	rev, err := s.publish(ctx, recordMsg(j.ID, *buf, 0, 0))
+	rev, err := s.publish(ctx, recordMsg(j, *buf, 0, 0))
 	if wrongLastSeq(err) {
 		// The subject holds a record (the id is taken) or a deletion
 		// marker, which a create replaces at the marker's sequence, as
@@ -106,7 +106,7 @@ func (s *Store) Create(ctx context.Context, j *ojs.Job) (uint64, error) {
 			return 0, rerr
 		}
 		if r.marker != 0 {
-			rev, err = s.publish(ctx, recordMsg(j.ID, *buf, r.marker, 0))
+			rev, err = s.publish(ctx, recordMsg(j, *buf, r.marker, 0))
 		}
 	}
 	if err != nil {
@@ -133,7 +133,7 @@ func (s *Store) UpdateTTL(ctx context.Context, j *ojs.Job, rev uint64, ttl time.
 		return 0, err
 	}
 	defer ojs.PutBuffer(buf)
-	nrev, err := s.publish(ctx, recordMsg(j.ID, *buf, rev, ttl))
+	nrev, err := s.publish(ctx, recordMsg(j, *buf, rev, ttl))
 	if err != nil {
 		if wrongLastSeq(err) {
 			return 0, ErrConflict
@@ -146,13 +146,15 @@ func (s *Store) UpdateTTL(ctx context.Context, j *ojs.Job, rev uint64, ttl time.
 // recordSubject is the subject of job id's record in the jobs bucket.
 func recordSubject(id string) string { return "$KV." + topology.JobsBucket + "." + id }
 
-// recordMsg is a write of job id's record that JetStream stores only if
+// recordMsg is a write of job j's record that JetStream stores only if
 // the record's last revision is rev (0: if it has none), as the KV API's
 // Update would; a ttl above 0 lets JetStream remove the record ttl later.
-func recordMsg(id string, record []byte, rev uint64, ttl time.Duration) *nats.Msg {
-	m := nats.NewMsg(recordSubject(id))
+// It carries the record's summary (HeaderStat).
+func recordMsg(j *ojs.Job, record []byte, rev uint64, ttl time.Duration) *nats.Msg {
+	m := nats.NewMsg(recordSubject(j.ID))
 	m.Data = record
 	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(rev, 10))
+	m.Header.Set(HeaderStat, StatOf(j).String())
 	if ttl > 0 {
 		m.Header.Set(jetstream.MsgTTLHeader, ttl.Round(time.Second).String())
 	}

@@ -45,7 +45,7 @@ func (s *Store) Park(ctx context.Context, entry string, j *ojs.Job, at time.Time
 	if j.Rev > 1 {
 		m.Header.Set(HeaderBaseRev, strconv.FormatUint(j.Rev-1, 10))
 	}
-	m.Header.Set(headerQueue, j.Queue)
+	m.Header.Set(HeaderQueue, j.Queue)
 	m.Header.Set(HeaderParkedAt, at.UTC().Format(time.RFC3339Nano))
 	if _, err := s.js.PublishMsg(ctx, m); err != nil {
 		return fmt.Errorf("park %s on %s: %w", j.ID, entry, Unavailable(err))
@@ -53,7 +53,8 @@ func (s *Store) Park(ctx context.Context, entry string, j *ojs.Job, at time.Time
 	return nil
 }
 
-const headerQueue = "Ojs-Queue"
+// HeaderQueue names the queue of a parked job (its wait message).
+const HeaderQueue = "Ojs-Queue"
 
 // HeaderParkedAt is when a job was first parked; promoted ready messages
 // carry it on, so the wait a limit caused can be measured at the start.
@@ -97,7 +98,7 @@ func (s *Store) Waiters(ctx context.Context, entry string, n int, skip func(seq 
 			if skip != nil && skip(m.Sequence) {
 				continue
 			}
-			out = append(out, Waiter{MsgRef: ref, Seq: m.Sequence, Queue: m.Header.Get(headerQueue), Priority: p, ParkedAt: ParkedAt(m.Header)})
+			out = append(out, Waiter{MsgRef: ref, Seq: m.Sequence, Queue: m.Header.Get(HeaderQueue), Priority: p, ParkedAt: ParkedAt(m.Header)})
 		}
 		if len(out) == n {
 			break
@@ -202,3 +203,21 @@ func (s *Store) SetLimitTimer(ctx context.Context, entry string, at time.Time) e
 
 // Promoted reports whether a ready message was released from waiters.
 func Promoted(h nats.Header) bool { return h.Get(HeaderPromoted) != "" }
+
+// ScanWaiters reads the waiters of every entry stored at or after sequence
+// from, at most max of them, and calls fn with each until fn returns false
+// (a scan, scan.go: batched direct gets on one server, one get per waiter
+// through the leader on a cluster; no consumer).
+func (s *Store) ScanWaiters(ctx context.Context, from uint64, max int, fn func(Waiter) bool) (ScanPos, error) {
+	return s.scan(ctx, s.assets.Wait, topology.WaitStream, topology.WaitSubjects, from, max, func(m *jetstream.RawStreamMsg) bool {
+		ref, ok := Ref(m.Header)
+		if !ok {
+			return true
+		}
+		p, err := strconv.Atoi(m.Subject[strings.LastIndexByte(m.Subject, '.')+1:])
+		if err != nil {
+			return true
+		}
+		return fn(Waiter{MsgRef: ref, Seq: m.Sequence, Queue: m.Header.Get(HeaderQueue), Priority: p, ParkedAt: ParkedAt(m.Header)})
+	})
+}

@@ -66,6 +66,8 @@ type Assets struct {
 	Unique jetstream.KeyValue
 	// Batches holds the markers of batches being stored (BatchesBucket).
 	Batches jetstream.KeyValue
+	// Leases holds the leases of roles (LeasesBucket).
+	Leases jetstream.KeyValue
 	// Cron holds the cron job definitions (CronBucket) and CronTicks
 	// their tick schedules (CronStream), both owned by admission/cron.
 	Cron      jetstream.KeyValue
@@ -136,6 +138,10 @@ func ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Assets, e
 			// watchers drop them too.
 			ttl, markers = WorkersTTL, time.Minute
 		}
+		if name == LeasesBucket {
+			// A role's lease lapses when its holder stops renewing it.
+			ttl = LeaseTTL
+		}
 		*dst, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 			Bucket:         name,
 			Description:    desc,
@@ -159,6 +165,7 @@ func ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Assets, e
 	kv(CronBucket, "jetgate cron job definitions, key = escaped cron name", &a.Cron)
 	kv(WorkflowsBucket, "jetgate workflow records, key = workflow id", &a.Workflows)
 	kv(BatchesBucket, "jetgate markers of job batches being stored, key = b.<batch id>", &a.Batches)
+	kv(LeasesBucket, "jetgate leases of roles one process plays at a time, key = role", &a.Leases)
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +179,7 @@ func ensure(ctx context.Context, js jetstream.JetStream, cfg Config) (*Assets, e
 		for _, b := range []struct {
 			name string
 			dst  *jetstream.KeyValue
-		}{{JobsBucket, &a.Jobs}, {QueuesBucket, &a.Queues}, {DeadBucket, &a.Dead}, {LimitsBucket, &a.Limits}, {GroupsBucket, &a.Groups}, {WorkersBucket, &a.Workers}, {UniqueBucket, &a.Unique}, {CronBucket, &a.Cron}, {WorkflowsBucket, &a.Workflows}, {BatchesBucket, &a.Batches}} {
+		}{{JobsBucket, &a.Jobs}, {QueuesBucket, &a.Queues}, {DeadBucket, &a.Dead}, {LimitsBucket, &a.Limits}, {GroupsBucket, &a.Groups}, {WorkersBucket, &a.Workers}, {UniqueBucket, &a.Unique}, {CronBucket, &a.Cron}, {WorkflowsBucket, &a.Workflows}, {BatchesBucket, &a.Batches}, {LeasesBucket, &a.Leases}} {
 			if *b.dst, err = leaderReads(ctx, js, b.name); err != nil {
 				return nil, err
 			}

@@ -11,6 +11,10 @@ import (
 // write (workers seen by any process are rewritten every few seconds).
 const WorkersTTL = 5 * time.Minute
 
+// LeaseTTL is how long a role's lease (LeasesBucket) outlives its last
+// renewal; holders renew it every second.
+const LeaseTTL = 5 * time.Second
+
 // Buckets, streams and subjects. Partitioned names are printf patterns whose
 // arguments are always passed through Token first.
 const (
@@ -43,6 +47,13 @@ const (
 	// (jobstore/batchmark.go): key b.<batch id>, present while the batch
 	// is pending or after it was aborted, gone once it committed.
 	BatchesBucket = "OJS_BATCHES"
+	// LeasesBucket holds the leases of the roles one process at a time
+	// plays for the whole deployment, key = role name (CountsRole).
+	// Entries expire LeaseTTL after their last write, so a holder that
+	// died loses its role by itself.
+	LeasesBucket = "OJS_LEASES"
+	// CountsRole is the lease of the count keeper (admission/countkeeper.go).
+	CountsRole = "counts"
 	// WorkflowTimerStream holds each active workflow's check timer: a
 	// message schedule on ojs.wftimer.<workflow id> firing to
 	// WorkflowFiredSubject, consumed by WorkflowTimerConsumer.
@@ -169,6 +180,11 @@ const (
 	// pulled ahead to give them back (admission/visible.go). Only a
 	// process that may hold some listens. No stream captures it.
 	AheadSubjectPattern = "ojs.ahead.%s"
+	// CountsAskSubject is the core NATS subject on which the count keeper
+	// (the holder of CountsRole) answers the numbers it keeps, up to date
+	// with every record written before the question. No stream captures
+	// it.
+	CountsAskSubject = "ojs.keeper.counts"
 	// OverdraftStream holds the overdraft units of every bounded queue:
 	// one message per job that came back from active to retry while its
 	// queue was full. It has no limits (a retry is never refused); a

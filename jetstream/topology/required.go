@@ -7,7 +7,7 @@ package topology
 // the event stream (owned by jetstream/events) are not listed.
 func Required() []string {
 	out := make([]string, 0, 16)
-	for _, b := range []string{JobsBucket, QueuesBucket, DeadBucket, LimitsBucket, GroupsBucket, WorkersBucket, UniqueBucket, CronBucket, WorkflowsBucket, BatchesBucket} {
+	for _, b := range []string{JobsBucket, QueuesBucket, DeadBucket, LimitsBucket, GroupsBucket, WorkersBucket, UniqueBucket, CronBucket, WorkflowsBucket, BatchesBucket, LeasesBucket} {
 		out = append(out, KVStream(b))
 	}
 	return append(out, ReadyStream, WaitStream, TimerStream, CronStream, CountStream, StatStream, WorkflowTimerStream)

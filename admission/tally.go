@@ -1,0 +1,252 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jetgate/jetgate/admission/ojs"
+	"github.com/jetgate/jetgate/jetstream/jobstore"
+	"github.com/jetgate/jetgate/jetstream/topology"
+)
+
+// tally is what the count keeper knows of the records (countkeeper.go):
+// every job available with a record, active, scheduled, retryable or
+// pending, and the numbers it makes per queue.
+type tally struct {
+	mu      sync.Mutex
+	heldFor time.Duration
+	// jobs are the jobs available with a record, active, scheduled,
+	// retryable or pending, by id.
+	jobs map[string]tallyJob
+	// held are the active jobs whose claim holds its ready message, by id.
+	held map[string]heldJob
+	// counts are the jobs per queue and state (active, scheduled,
+	// retryable, pending).
+	counts map[gaugeKey]int64
+	// parked are the parked jobs per queue and priority, as of the last
+	// count (parkedReader).
+	parked map[gaugeKey]int64
+	// queues interns queue tokens (one string per queue, not per job).
+	queues map[string]string
+	// ready is set, and readyC closed, once the first reading has caught
+	// up with the stream.
+	ready  bool
+	readyC chan struct{}
+	// applied is the stream sequence of the last record message read, and
+	// waiting the questions waiting for it to reach theirs.
+	applied uint64
+	waiting []appliedWaiter
+}
+
+type tallyJob struct {
+	queue string
+	prio  int32
+	state ojs.State
+	// token is the job's token while it is available (a parked job's
+	// waiter carries it).
+	token string
+}
+
+type heldJob struct {
+	queue string
+	prio  int32
+	until int64 // Unix ms
+}
+
+type appliedWaiter struct {
+	seq uint64
+	ch  chan struct{}
+}
+
+// gaugeKey names one number the keeper writes: a queue token and a
+// counter name (ojs.count.<queue>.<name>).
+type gaugeKey struct{ queue, name string }
+
+func (g gaugeKey) subject() string { return "ojs.count." + g.queue + "." + g.name }
+
+func newTally(heldFor time.Duration) *tally {
+	return &tally{heldFor: heldFor, jobs: map[string]tallyJob{}, held: map[string]heldJob{},
+		counts: map[gaugeKey]int64{}, queues: map[string]string{}, readyC: make(chan struct{})}
+}
+
+// advance notes that the record message at stream sequence seq was read;
+// last says the stream held no later message then.
+func (t *tally) advance(seq uint64, last bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.applied = max(t.applied, seq)
+	if last {
+		t.setReady()
+	}
+	if len(t.waiting) == 0 {
+		return
+	}
+	keep := t.waiting[:0]
+	for _, w := range t.waiting {
+		if w.seq <= t.applied {
+			close(w.ch)
+		} else {
+			keep = append(keep, w)
+		}
+	}
+	t.waiting = keep
+}
+
+func (t *tally) markCaughtUp() {
+	t.mu.Lock()
+	t.setReady()
+	t.mu.Unlock()
+}
+
+// setReady marks the first reading caught up; t.mu is held.
+func (t *tally) setReady() {
+	if !t.ready {
+		t.ready = true
+		close(t.readyC)
+	}
+}
+
+// caughtUpC is closed once the first reading has caught up.
+func (t *tally) caughtUpC() <-chan struct{} { return t.readyC }
+
+func (t *tally) caughtUp() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.ready
+}
+
+// waitApplied waits until the record message at stream sequence seq (or
+// a later one) has been read.
+func (t *tally) waitApplied(ctx context.Context, seq uint64) error {
+	t.mu.Lock()
+	if t.applied >= seq {
+		t.mu.Unlock()
+		return nil
+	}
+	ch := make(chan struct{})
+	t.waiting = append(t.waiting, appliedWaiter{seq: seq, ch: ch})
+	t.mu.Unlock()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// kept reports whether the keeper remembers jobs in state st.
+func kept(st ojs.State) bool {
+	switch st {
+	case ojs.StateAvailable, ojs.StateActive, ojs.StateScheduled, ojs.StateRetryable, ojs.StatePending:
+		return true
+	}
+	return false
+}
+
+// apply moves job id to what st says (nil: the record is gone).
+func (t *tally) apply(id string, st *jobstore.RecordStat) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if old, ok := t.jobs[id]; ok {
+		if old.state != ojs.StateAvailable {
+			k := gaugeKey{old.queue, string(old.state)}
+			if t.counts[k]--; t.counts[k] == 0 {
+				delete(t.counts, k)
+			}
+		}
+		delete(t.jobs, id)
+		delete(t.held, id)
+	}
+	if st == nil || !kept(st.State) {
+		return
+	}
+	q, ok := t.queues[st.Queue]
+	if !ok {
+		q = strings.Clone(st.Queue)
+		t.queues[q] = q
+	}
+	id = strings.Clone(id) // not the message's subject, which it would keep
+	j := tallyJob{queue: q, prio: int32(st.Priority), state: st.State}
+	if st.State == ojs.StateAvailable {
+		j.token = strings.Clone(st.Token)
+	}
+	t.jobs[id] = j
+	if st.State != ojs.StateAvailable {
+		t.counts[gaugeKey{q, string(st.State)}]++
+	}
+	if st.State == ojs.StateActive && st.HeldSince > 0 && t.heldFor > 0 {
+		t.held[id] = heldJob{queue: q, prio: int32(st.Priority), until: st.HeldSince + t.heldFor.Milliseconds()}
+	}
+}
+
+// setParked replaces the parked counts.
+func (t *tally) setParked(p map[gaugeKey]int64) {
+	t.mu.Lock()
+	t.parked = p
+	t.mu.Unlock()
+}
+
+// gauges returns every number to write as of now: the state counts, the
+// held messages (forgetting claims older than heldFor) and the parked.
+func (t *tally) gauges(now time.Time) map[gaugeKey]int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make(map[gaugeKey]int64, len(t.counts)+len(t.parked)+8)
+	for k, n := range t.counts {
+		out[k] = n
+	}
+	ms := now.UnixMilli()
+	for id, h := range t.held {
+		if h.until <= ms {
+			delete(t.held, id)
+			continue
+		}
+		out[gaugeKey{h.queue, heldAt(int(h.prio))}]++
+	}
+	for k, n := range t.parked {
+		out[k] += n
+	}
+	return out
+}
+
+// numbers returns the numbers of the queues named by token as of now, by
+// queue token and counter name; a queue the keeper knows nothing of has
+// an empty map.
+func (t *tally) numbers(now time.Time, tokens []string) map[string]map[string]int64 {
+	want := make(map[string]map[string]int64, len(tokens))
+	for _, q := range tokens {
+		want[q] = map[string]int64{}
+	}
+	for k, n := range t.gauges(now) {
+		if m, ok := want[k.queue]; ok {
+			m[k.name] = n
+		}
+	}
+	return want
+}
+
+// Counter names of the numbers the keeper writes per priority level.
+const (
+	heldPrefix   = "held_p"
+	parkedPrefix = "parked_p"
+)
+
+func heldAt(prio int) string {
+	return fmt.Sprintf("%s%0*d", heldPrefix, topology.PriorityDigits, prio)
+}
+
+func parkedAt(prio int) string {
+	return fmt.Sprintf("%s%0*d", parkedPrefix, topology.PriorityDigits, prio)
+}
+
+// keptName reports whether counter name is one the keeper writes.
+func keptName(name string) bool {
+	switch ojs.State(name) {
+	case ojs.StateActive, ojs.StateScheduled, ojs.StateRetryable, ojs.StatePending:
+		return true
+	}
+	return strings.HasPrefix(name, heldPrefix) || strings.HasPrefix(name, parkedPrefix)
+}
