@@ -49,9 +49,11 @@ func TestSnapshotShowsQueuesLimitsLevelsAndEvents(t *testing.T) {
 	// A paused queue with one job.
 	s.enqueue("held", nil)
 	s.must(200, "POST", "/ojs/v1/queues/held/pause", nil)
-	// Rate limit tenant:acme, concurrency 1 and 5 per minute: one job
-	// runs, the second waits.
-	rl := map[string]any{"key": "tenant:acme", "concurrency": 1, "rate": map[string]any{"limit": 5, "period": "PT1M"}}
+	// Rate limit tenant:acme, concurrency 1 and 5 per day: one job runs,
+	// the second waits. A day, not a minute: windows start on multiples
+	// of their period, and a test that straddled a minute read the window
+	// after the one its start counted in (current_count 0).
+	rl := map[string]any{"key": "tenant:acme", "concurrency": 1, "rate": map[string]any{"limit": 5, "period": "PT24H"}}
 	s.enqueue("limited", map[string]any{"rate_limit": rl})
 	s.enqueue("limited", map[string]any{"rate_limit": rl})
 	if j := s.fetch("limited"); j == nil {
