@@ -14,6 +14,8 @@ import (
 
 	"github.com/jetgate/jetgate/cmd/jetgate/app"
 	"github.com/jetgate/jetgate/jetstream/natstest"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // client speaks the HTTP binding the way a worker in another language
@@ -79,6 +81,22 @@ func (c client) must(status int, method, path string, body any) map[string]any {
 
 func obj(v any) map[string]any { m, _ := v.(map[string]any); return m }
 func list(v any) []any         { l, _ := v.([]any); return l }
+
+// connectApp connects to s's NATS server as an operator's tool would,
+// closed when the test ends.
+func connectApp(t testing.TB, s *app.Server) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	nc, err := nats.Connect(s.NatsURL(), s.NatsAuth())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nc, js
+}
 
 func startApp(t testing.TB, cfg app.Config) *app.Server {
 	t.Helper()

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
 
@@ -63,11 +62,7 @@ func TestIssue31BodiesHoldTextAndKeysOnce(t *testing.T) {
 		t.Fatalf("only %d routes with a body read from docs/reference.md", routes)
 	}
 
-	nc, err := nats.Connect(s.NatsURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	nc, _ := connectApp(t, s)
 	for _, subj := range s.NatsAPI().Subjects() {
 		for _, bb := range badBodies {
 			res, err := nc.Request(subj, []byte(bb.body), 10*time.Second)
@@ -124,15 +119,7 @@ func TestIssue31FarInstantsNeverFireEarly(t *testing.T) {
 	t.Parallel()
 	s := startApp(t, app.Config{})
 	c := client{t: t, base: s.URL()}
-	nc, err := nats.Connect(s.NatsURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, js := connectApp(t, s)
 	timers, err := js.Stream(context.Background(), topology.TimerStream)
 	if err != nil {
 		t.Fatal(err)
@@ -249,15 +236,7 @@ func TestIssue31FarDeadlinesNeverFireEarly(t *testing.T) {
 	// stand at the latest time, in a form JetStream keeps exactly. (A
 	// lease that long is written later than the claim, design.md; the
 	// schedules of every timer are made by one function.)
-	nc, err := nats.Connect(s.NatsURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, js := connectApp(t, s)
 	timers, err := js.Stream(context.Background(), topology.TimerStream)
 	if err != nil {
 		t.Fatal(err)

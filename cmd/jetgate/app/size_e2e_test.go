@@ -31,15 +31,7 @@ type sizeFixture struct {
 func setupSize(t *testing.T) sizeFixture {
 	t.Helper()
 	s := startApp(t, app.Config{})
-	nc, err := nats.Connect(s.NatsURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc, js := connectApp(t, s)
 	l := s.Service().PayloadLimits()
 	if l.MaxPayload != 1<<20 || l.Job != 960<<10 {
 		t.Fatalf("record budget %+v on the embedded server, want NATS's default 1 MiB", l)
