@@ -109,7 +109,7 @@ func TestWorkerGroupSharedAcrossProcesses(t *testing.T) {
 func TestWeightedGroupServesLightQueueUnderSustainedLoad_PRIR002(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	ctx := longCtx(t)
+	ctx := testCtx(t)
 	if _, err := b.svc.SetWorkerGroup(ctx, ojs.WorkerGroup{Name: "mix", Strategy: "weighted",
 		Queues: []string{"heavy", "light"}, Weights: map[string]int{"heavy": 3, "light": 1}}); err != nil {
 		t.Fatal(err)

@@ -148,7 +148,7 @@ func TestSetPriorityRacesFetch(t *testing.T) {
 func TestWeightedConsumptionServesEveryQueue_PRIR002(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	ctx := longCtx(t)
+	ctx := testCtx(t)
 	const fetches = 1000
 	var batch []*ojs.Job
 	for _, q := range []string{"heavy", "light"} {

@@ -72,9 +72,6 @@ func twoProcesses(t *testing.T, cfg admission.Config) (bundle, bundle) {
 	return setupCfg(t, js1, cfg), setupCfg(t, js2, cfg)
 }
 
-// longCtx is testCtx for a test of thousands of sequential operations.
-func longCtx(t testing.TB) context.Context { return testCtx(t) }
-
 // testCtx is a test's context. It sets no deadline of its own: a whole
 // test's budget is what a loaded 2-core machine running other packages'
 // tests beside it outlives (256 fetches over 256 levels took over 2

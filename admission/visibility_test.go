@@ -80,7 +80,7 @@ func setupReplicas(t *testing.T, js jetstream.JetStream, cfg admission.Config, r
 // doc comment and fails with the misses of each shape.
 func enqueueThenFetch(t *testing.T, a, b bundle, rounds int) {
 	t.Helper()
-	ctx := longCtx(t)
+	ctx := testCtx(t)
 	// Warm the shared queues: both processes have used their levels.
 	for _, p := range []int{1, 2, 3} {
 		j := mustEnqueue(ctx, t, a, fmt.Sprintf(`{"type":"v.t","args":[],"queue":"vis-levels","priority":%d}`, p))
