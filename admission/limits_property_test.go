@@ -339,10 +339,7 @@ func runRateLimitProperties(t *testing.T, svcs []*admission.Service, run propRun
 					continue
 				}
 				a.end = time.Now()
-				// Tolerant always: on a loaded machine the 1 s lease can run
-				// out before the ack (the attempt stalled, as a crash), or
-				// an ack's 5 s bound pass (it is retried).
-				completed, err := ackJob(ctx, svc, j, true)
+				completed, err := ackJob(ctx, svc, j, run.midRun != nil)
 				if err != nil {
 					t.Errorf("ack %s: %v", j.ID, err)
 					return
@@ -488,9 +485,12 @@ func checkLimits(t *testing.T, attempts []attempt, byKey map[string]keyPolicy) {
 	}
 }
 
-// ackJob acks an active job. With tolerate set, errors are retried until
-// the outcome is known: completed (by this ack or an earlier try whose
-// answer was lost) or not (the attempt stalled meanwhile).
+// ackJob acks an active job, retrying until the outcome is known:
+// completed (by this ack or an earlier try whose answer was lost) or not
+// (the attempt stalled meanwhile: on a loaded machine the 1 s lease can
+// run out before the ack, as in a crash). An ack that found the backend
+// unavailable (its 5 s bound passed) is retried; with tolerate set (a
+// node restarts mid-run) every other error is retried too.
 func ackJob(ctx context.Context, svc *admission.Service, j *ojs.Job, tolerate bool) (bool, error) {
 	for {
 		// A worker bounds each call: a request lost with a restarting node
@@ -502,10 +502,10 @@ func ackJob(ctx context.Context, svc *admission.Service, j *ojs.Job, tolerate bo
 		if err == nil {
 			return res.State == ojs.StateCompleted, nil
 		}
-		if !tolerate {
+		var se *ojs.StateError
+		if !tolerate && !errors.As(err, &se) && !errors.Is(err, ojs.ErrUnavailable) {
 			return false, err
 		}
-		var se *ojs.StateError
 		if errors.As(err, &se) {
 			// Refused: completed by this very ack (its answer was lost), or
 			// the attempt ended otherwise (stalled while a node was away).
