@@ -65,6 +65,12 @@ func durationAtLeast(fs *flag.FlagSet, p *time.Duration, name string, def, min t
 	fs.Var(&bounded[time.Duration]{p: p, min: min, parse: parseDuration, format: time.Duration.String}, name, usage)
 }
 
+// durationWithin defines a duration flag refusing values outside min..max.
+func durationWithin(fs *flag.FlagSet, p *time.Duration, name string, def, min, max time.Duration, usage string) {
+	*p = def
+	fs.Var(&bounded[time.Duration]{p: p, min: min, max: max, hasMax: true, parse: parseDuration, format: formatDuration}, name, usage)
+}
+
 // intAtLeast defines an int flag refusing values below min.
 func intAtLeast(fs *flag.FlagSet, p *int, name string, def, min int, usage string) {
 	*p = def
@@ -102,6 +108,19 @@ func parseDuration(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("want a duration such as 1s, 1m30s or 2h")
 	}
 	return d, nil
+}
+
+// formatDuration prints d as time.Duration does, without its trailing
+// zero units: 876000h, not 876000h0m0s.
+func formatDuration(d time.Duration) string {
+	s := d.String()
+	if t, ok := strings.CutSuffix(s, "m0s"); ok && d >= time.Minute {
+		s = t + "m"
+	}
+	if t, ok := strings.CutSuffix(s, "h0m"); ok {
+		s = t + "h"
+	}
+	return s
 }
 
 func parseInt[T ~int | ~int64](s string) (T, error) {

@@ -18,6 +18,14 @@ import (
 
 // Config is everything `jetgate serve` can be told, by flag or by
 // JETGATE_<FLAG> environment variable.
+// MaxRetention is the longest Retention and DeadRetention: 100 years.
+// A record's TTL is a JetStream per-message TTL, whose expiry nats-server
+// computes as the message's Unix time in nanoseconds plus the TTL, an
+// int64 that overflows in 2262: in 2026 a TTL of about 235 years
+// already wraps to the past and the record would go at once. 100 years
+// stays clear of it until 2162.
+const MaxRetention = 100 * 365 * 24 * time.Hour
+
 type Config struct {
 	DataDir, NatsAddr, HTTPAddr                                     string
 	NatsURL, NatsCreds, NatsNKey, NatsUser, NatsPassword, NatsToken string
@@ -56,6 +64,7 @@ type Config struct {
 	ClaimAckWait time.Duration
 	// Retention keeps completed and cancelled job records (default 24 h);
 	// DeadRetention keeps discarded ones, the dead letter queue (7 days).
+	// Both are at most MaxRetention.
 	Retention, DeadRetention time.Duration
 	// QueueMaxDepth, QueueMaxSizeBytes and QueueOverflow are the
 	// server-wide default bound of queues without their own (0: unbounded;
@@ -180,6 +189,9 @@ func (c Config) validate() error {
 	}
 	if c.Retention < time.Second || c.DeadRetention < time.Second {
 		return fmt.Errorf("retention and dead retention must be at least 1s")
+	}
+	if c.Retention > MaxRetention || c.DeadRetention > MaxRetention {
+		return fmt.Errorf("retention and dead retention must be at most %s (100 years)", MaxRetention)
 	}
 	if err := c.backpressure().Validate("queue-"); err != nil {
 		return fmt.Errorf("default queue bound: %w", err)
