@@ -74,6 +74,7 @@ type WorkflowBackend interface {
 	CreateWorkflow(ctx context.Context, spec *ojs.WorkflowSpec) (*ojs.Workflow, error)
 	Workflow(ctx context.Context, id string) (*ojs.Workflow, error)
 	CancelWorkflow(ctx context.Context, id string) (*ojs.Workflow, error)
+	Workflows(ctx context.Context, q ojs.WorkflowListQuery) (*ojs.WorkflowList, error)
 }
 
 // WorkerBackend serves the worker registry's calls (ojs-admin-api.md 9,

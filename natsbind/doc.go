@@ -74,6 +74,7 @@
 //	cron.get             GET /ojs/v1/cron/{name}       {"name"}
 //	cron.delete          DELETE /ojs/v1/cron/{name}    {"name"}
 //	workflows.create     POST /ojs/v1/workflows        workflow body
+//	workflows.list       GET /ojs/v1/workflows         {"page"?, "per_page"?, "state"?, "cursor"?}
 //	workflows.get        GET /ojs/v1/workflows/{id}    {"id"}
 //	workflows.cancel     DELETE /ojs/v1/workflows/{id} {"id"}
 //	pools.list           GET /ojs/v1/admin/pools       {}

@@ -112,6 +112,13 @@ func workflowEndpoints(wb WorkflowBackend) []endpoint {
 			}
 			return wire.WorkflowReply{Workflow: wf}, nil
 		}),
+		ep("workflows.list", authz.OpProduce, "GET /ojs/v1/workflows", func(c *call) (any, error) {
+			q, err := parseQuery(c, wire.ParseWorkflowListQuery)
+			if err != nil {
+				return nil, err
+			}
+			return wb.Workflows(c.ctx, q)
+		}),
 		ep("workflows.get", authz.OpProduce, "GET /ojs/v1/workflows/{id}", byID(func(c *call, id string) (*ojs.Workflow, error) {
 			return wb.Workflow(c.ctx, id)
 		})),

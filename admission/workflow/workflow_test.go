@@ -143,7 +143,7 @@ func create(t *testing.T, n node, body string) *ojs.Workflow {
 	if err != nil {
 		t.Fatalf("create: %v", err)
 	}
-	if w.State != ojs.WorkflowActive {
+	if w.State != ojs.WorkflowRunning {
 		t.Fatalf("created workflow is %s, want active", w.State)
 	}
 	return w
@@ -353,7 +353,7 @@ func TestGroup_L3_GROUP_001_002(t *testing.T) {
 	jobs := []*ojs.Job{fetch(t, n, "gr"), fetch(t, n, "gr"), fetch(t, n, "gr")} // all three at once
 	ack(t, n, jobs[2], `{"i":2}`)
 	ack(t, n, jobs[0], `{"i":0}`)
-	if got := get(t, n, w.ID); got.State != ojs.WorkflowActive || *got.JobsCompleted != 2 {
+	if got := get(t, n, w.ID); got.State != ojs.WorkflowRunning || *got.JobsCompleted != 2 {
 		t.Fatalf("after two of three: %+v", got)
 	}
 	ack(t, n, jobs[1], `{"i":1}`)

@@ -279,3 +279,22 @@ func WorkerListReply(res *ojs.WorkerPage, page, per int) map[string]any {
 type WorkflowReply struct {
 	Workflow *ojs.Workflow `json:"workflow"`
 }
+
+// ParseWorkflowListQuery reads the query of GET /ojs/v1/workflows (issue
+// 32): page (1-based) and per_page as the admin API's listings, or the
+// cursor of a previous page, and state.
+func ParseWorkflowListQuery(q url.Values) (ojs.WorkflowListQuery, error) {
+	var out ojs.WorkflowListQuery
+	var err error
+	if out.Page, out.PerPage, err = ParseAdminPage(q); err != nil {
+		return out, err
+	}
+	out.Cursor, out.State = q.Get("cursor"), q.Get("state")
+	if len(out.Cursor) > MaxCursorLen {
+		return out, Invalid("cursor", "a cursor returned as pagination.next_cursor", Short(out.Cursor))
+	}
+	if out.Cursor != "" && q.Get("page") != "" {
+		return out, Invalid("page", "page or cursor, not both", strconv.Quote(Short(q.Get("page"))))
+	}
+	return out, nil
+}
