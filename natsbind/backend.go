@@ -67,6 +67,7 @@ type CronBackend interface {
 	CronJobs(ctx context.Context, page ojs.PageRequest) (*ojs.CronPage, error)
 	CronJob(ctx context.Context, name string) (*ojs.CronJob, error)
 	CronDelete(ctx context.Context, name string) error
+	CronPut(ctx context.Context, name string, build func(cur *ojs.CronJob) (ojs.CronJob, error)) (*ojs.CronJob, bool, error)
 }
 
 // WorkflowBackend serves the workflow endpoints (ojs-http-binding.md 14).
