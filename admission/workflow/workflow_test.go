@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/goleak"
 
 	"github.com/jetgate/jetgate/admission"
@@ -63,6 +64,7 @@ func (c *counting) createdCount(id string) int {
 }
 
 type node struct {
+	kv     jetstream.KeyValue // the workflow bucket
 	svc    *admission.Service
 	eng    *workflow.Engine
 	jobs   *counting
@@ -128,7 +130,7 @@ func startNodes(t *testing.T, check time.Duration, hooked ...bool) []node {
 			t.Fatalf("start engine: %v", err)
 		}
 		t.Cleanup(eng.Stop)
-		out[i] = node{svc: svc, eng: eng, jobs: c, events: ev}
+		out[i] = node{kv: assets.Workflows, svc: svc, eng: eng, jobs: c, events: ev}
 	}
 	return out
 }
@@ -144,7 +146,7 @@ func create(t *testing.T, n node, body string) *ojs.Workflow {
 		t.Fatalf("create: %v", err)
 	}
 	if w.State != ojs.WorkflowRunning {
-		t.Fatalf("created workflow is %s, want active", w.State)
+		t.Fatalf("created workflow is %s, want running", w.State)
 	}
 	return w
 }
