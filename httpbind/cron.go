@@ -36,19 +36,20 @@ func (s *server) cronRoutes() []route {
 	s.manifest.Capabilities["cron_jobs"] = true
 	body := s.cfg.MaxBodyBytes
 	h := cronHandlers{s: s, b: cb}
-	var out []route
 	// /ojs/v1/cron is the binding's and the Go client's path; /ojs/v1/crons
 	// the admin UI's (issue 32). Both serve every call.
-	for _, base := range []string{"/ojs/v1/cron", "/ojs/v1/crons"} {
-		out = append(out,
-			route{http.MethodGet, base, h.list, body},
-			route{http.MethodPost, base, h.register, body},
-			route{http.MethodGet, base + "/{name}", h.get, body},
-			route{http.MethodPut, base + "/{name}", h.put, body},
-			route{http.MethodDelete, base + "/{name}", h.delete, body},
-		)
+	return []route{
+		{http.MethodGet, "/ojs/v1/cron", h.list, body},
+		{http.MethodPost, "/ojs/v1/cron", h.register, body},
+		{http.MethodGet, "/ojs/v1/cron/{name}", h.get, body},
+		{http.MethodPut, "/ojs/v1/cron/{name}", h.put, body},
+		{http.MethodDelete, "/ojs/v1/cron/{name}", h.delete, body},
+		{http.MethodGet, "/ojs/v1/crons", h.list, body},
+		{http.MethodPost, "/ojs/v1/crons", h.register, body},
+		{http.MethodGet, "/ojs/v1/crons/{name}", h.get, body},
+		{http.MethodPut, "/ojs/v1/crons/{name}", h.put, body},
+		{http.MethodDelete, "/ojs/v1/crons/{name}", h.delete, body},
 	}
-	return out
 }
 
 type cronHandlers struct {

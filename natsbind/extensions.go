@@ -129,7 +129,7 @@ func workflowEndpoints(wb WorkflowBackend) []endpoint {
 			}
 			return wire.WorkflowReply{Workflow: wf}, nil
 		}),
-		ep("workflows.list", authz.OpProduce, "GET /ojs/v1/workflows", func(c *call) (any, error) {
+		ep("workflows.list", authz.OpAdmin, "GET /ojs/v1/workflows", func(c *call) (any, error) {
 			q, err := parseQuery(c, wire.ParseWorkflowListQuery)
 			if err != nil {
 				return nil, err
