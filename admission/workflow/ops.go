@@ -231,7 +231,7 @@ func (e *Engine) reconcile(ctx context.Context, id string) (*record, map[string]
 	}
 }
 
-// timeout fails an running workflow whose workflow_timeout passed
+// timeout fails a running workflow whose workflow_timeout passed
 // (ojs-timeouts.md 9.2) and cancels its steps' jobs that have not ended.
 func (e *Engine) timeout(ctx context.Context, id string) error {
 	now := e.cfg.Now()

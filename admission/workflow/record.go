@@ -142,7 +142,7 @@ func (s *step) observe(j *ojs.Job) bool {
 	return true
 }
 
-// decide moves an running workflow on after a step ended: it marks the
+// decide moves a running workflow on after a step ended: it marks the
 // successors to enqueue (returned) and ends the workflow when its shape
 // says so. It is a pure function of the record, so every process deciding
 // on one revision decides the same.

@@ -49,7 +49,7 @@ type Config struct {
 	JS     jetstream.JetStream
 	KV     jetstream.KeyValue
 	Timers jetstream.Stream
-	// Check is how often an running workflow's timer re-reads its steps'
+	// Check is how often a running workflow's timer re-reads its steps'
 	// job records (the backstop for a missed JobChanged). Default 1 min.
 	Check time.Duration
 	// Retention is how long a finished workflow's record is kept
