@@ -43,6 +43,17 @@ var routeOps = map[string]authz.Op{
 	"PUT /ojs/v1/jobs/{id}/progress":  authz.OpWork,
 	"GET /ojs/v1/workers/{id}/health": authz.OpWork,
 
+	// Issue 32: cron PUT, the admin UI's plural cron paths, and the
+	// workflow listing, an operator's view (a producer reads the
+	// workflows it knows by id).
+	"PUT /ojs/v1/cron/{name}":     authz.OpAdmin,
+	"GET /ojs/v1/crons":           authz.OpAdmin,
+	"POST /ojs/v1/crons":          authz.OpAdmin,
+	"GET /ojs/v1/crons/{name}":    authz.OpAdmin,
+	"PUT /ojs/v1/crons/{name}":    authz.OpAdmin,
+	"DELETE /ojs/v1/crons/{name}": authz.OpAdmin,
+	"GET /ojs/v1/workflows":       authz.OpAdmin,
+
 	// Admin: everything else, listed so the table is complete.
 	"GET /metrics":                                  authz.OpAdmin,
 	"PATCH /ojs/v1/jobs/{id}":                       authz.OpAdmin,

@@ -18,6 +18,8 @@ type WorkflowBackend interface {
 	CreateWorkflow(ctx context.Context, spec *ojs.WorkflowSpec) (*ojs.Workflow, error)
 	Workflow(ctx context.Context, id string) (*ojs.Workflow, error)
 	CancelWorkflow(ctx context.Context, id string) (*ojs.Workflow, error)
+	// Workflows lists workflows, one page of summaries (issue 32).
+	Workflows(ctx context.Context, q ojs.WorkflowListQuery) (*ojs.WorkflowList, error)
 }
 
 func (s *server) workflowRoutes() []route {
@@ -33,6 +35,7 @@ func (s *server) workflowRoutes() []route {
 	h := workflowHandlers{s: s, b: wb}
 	return []route{
 		{http.MethodPost, "/ojs/v1/workflows", h.create, body},
+		{http.MethodGet, "/ojs/v1/workflows", h.list, body},
 		{http.MethodGet, "/ojs/v1/workflows/{id}", h.get, body},
 		{http.MethodDelete, "/ojs/v1/workflows/{id}", h.cancel, body},
 	}
@@ -65,6 +68,19 @@ func (h workflowHandlers) create(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Location", "/ojs/v1/workflows/"+url.PathEscape(wf.ID))
 	h.s.writeJSON(w, r, http.StatusCreated, workflowBody{Workflow: wf})
+}
+
+// list is GET /ojs/v1/workflows?page&per_page[&state][&cursor] (issue
+// 32): {"workflows": [...], "pagination": {"page","per_page","has_more",
+// "next_cursor"?}}.
+func (h workflowHandlers) list(w http.ResponseWriter, r *http.Request) {
+	q, err := wire.ParseWorkflowListQuery(r.URL.Query())
+	if err != nil {
+		h.s.writeError(w, r, err)
+		return
+	}
+	res, err := h.b.Workflows(r.Context(), q)
+	h.s.answer(w, r, res, err)
 }
 
 // get is GET /ojs/v1/workflows/{id} (14.2).

@@ -67,6 +67,7 @@ type CronBackend interface {
 	CronJobs(ctx context.Context, page ojs.PageRequest) (*ojs.CronPage, error)
 	CronJob(ctx context.Context, name string) (*ojs.CronJob, error)
 	CronDelete(ctx context.Context, name string) error
+	CronPut(ctx context.Context, name string, build func(cur *ojs.CronJob) (ojs.CronJob, error)) (*ojs.CronJob, bool, error)
 }
 
 // WorkflowBackend serves the workflow endpoints (ojs-http-binding.md 14).
@@ -74,6 +75,7 @@ type WorkflowBackend interface {
 	CreateWorkflow(ctx context.Context, spec *ojs.WorkflowSpec) (*ojs.Workflow, error)
 	Workflow(ctx context.Context, id string) (*ojs.Workflow, error)
 	CancelWorkflow(ctx context.Context, id string) (*ojs.Workflow, error)
+	Workflows(ctx context.Context, q ojs.WorkflowListQuery) (*ojs.WorkflowList, error)
 }
 
 // WorkerBackend serves the worker registry's calls (ojs-admin-api.md 9,

@@ -176,6 +176,12 @@ var notOnNATS = map[string]string{
 	"POST /ojs/v1/admin/dead-letter/{id}/retry": "alias of deadletter.retry",
 	"DELETE /ojs/v1/admin/dead-letter/{id}":     "alias of deadletter.delete",
 	"GET /ojs/v1/admin/dead-letter/stats":       "alias of deadletter.stats",
+	// Issue 32: the admin UI's plural cron paths.
+	"GET /ojs/v1/crons":           "alias of cron.list",
+	"POST /ojs/v1/crons":          "alias of cron.register",
+	"GET /ojs/v1/crons/{name}":    "alias of cron.get",
+	"PUT /ojs/v1/crons/{name}":    "alias of cron.put",
+	"DELETE /ojs/v1/crons/{name}": "alias of cron.delete",
 }
 
 // Issue 19: every route of the HTTP binding has a NATS endpoint, or is

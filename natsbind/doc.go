@@ -69,11 +69,13 @@
 //	admin.workerderegister DELETE /ojs/v1/admin/workers/{id} {"id"}
 //	workers.beat         POST /ojs/v1/workers/beat
 //	workers.health       GET /ojs/v1/workers/{id}/health {"id"}
-//	cron.list            GET /ojs/v1/cron              {"limit"?, "offset"?, "cursor"?}
+//	cron.list            GET /ojs/v1/cron              {"limit"?, "offset"?, "cursor"?, "page"?, "per_page"?}
 //	cron.register        POST /ojs/v1/cron             cron body
 //	cron.get             GET /ojs/v1/cron/{name}       {"name"}
+//	cron.put             PUT /ojs/v1/cron/{name}       {"name", ...fields to set}
 //	cron.delete          DELETE /ojs/v1/cron/{name}    {"name"}
 //	workflows.create     POST /ojs/v1/workflows        workflow body
+//	workflows.list       GET /ojs/v1/workflows         {"page"?, "per_page"?, "state"?, "cursor"?}
 //	workflows.get        GET /ojs/v1/workflows/{id}    {"id"}
 //	workflows.cancel     DELETE /ojs/v1/workflows/{id} {"id"}
 //	pools.list           GET /ojs/v1/admin/pools       {}

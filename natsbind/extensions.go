@@ -43,7 +43,7 @@ func cronEndpoints(cb CronBackend) []endpoint {
 			if err != nil {
 				return nil, err
 			}
-			return wire.CronPageReply(res, page), nil
+			return wire.CronListReply(res, page), nil
 		}),
 		ep("cron.register", authz.OpAdmin, "POST /ojs/v1/cron", func(c *call) (any, error) {
 			o, err := c.object()
@@ -58,7 +58,7 @@ func cronEndpoints(cb CronBackend) []endpoint {
 			if err != nil {
 				return nil, err
 			}
-			return map[string]any{"cron_job": out}, nil
+			return wire.CronReply(out), nil
 		}),
 		ep("cron.get", authz.OpAdmin, "GET /ojs/v1/cron/{name}", func(c *call) (any, error) {
 			name, err := strField(c, "name")
@@ -69,7 +69,24 @@ func cronEndpoints(cb CronBackend) []endpoint {
 			if err != nil {
 				return nil, err
 			}
-			return map[string]any{"cron_job": cj}, nil
+			return wire.CronReply(cj), nil
+		}),
+		ep("cron.put", authz.OpAdmin, "PUT /ojs/v1/cron/{name}", func(c *call) (any, error) {
+			name, err := strField(c, "name")
+			if err != nil {
+				return nil, err
+			}
+			o, err := c.object()
+			if err != nil {
+				return nil, err
+			}
+			out, _, err := cb.CronPut(c.ctx, name, func(cur *ojs.CronJob) (ojs.CronJob, error) {
+				return wire.MergeCron(name, cur, o)
+			})
+			if err != nil {
+				return nil, err
+			}
+			return wire.CronReply(out), nil
 		}),
 		ep("cron.delete", authz.OpAdmin, "DELETE /ojs/v1/cron/{name}", func(c *call) (any, error) {
 			name, err := strField(c, "name")
@@ -111,6 +128,13 @@ func workflowEndpoints(wb WorkflowBackend) []endpoint {
 				return nil, err
 			}
 			return wire.WorkflowReply{Workflow: wf}, nil
+		}),
+		ep("workflows.list", authz.OpAdmin, "GET /ojs/v1/workflows", func(c *call) (any, error) {
+			q, err := parseQuery(c, wire.ParseWorkflowListQuery)
+			if err != nil {
+				return nil, err
+			}
+			return wb.Workflows(c.ctx, q)
 		}),
 		ep("workflows.get", authz.OpProduce, "GET /ojs/v1/workflows/{id}", byID(func(c *call, id string) (*ojs.Workflow, error) {
 			return wb.Workflow(c.ctx, id)

@@ -25,30 +25,34 @@
 // whoever holds the message:
 //
 //  1. Read the definition. Deleted, or of another registration
-//     (generation) of the name: drop the message. next_run_at is past the
-//     tick: the tick ran already; make sure the schedule of next_run_at
-//     exists (write it unless the schedule subject already holds it),
-//     ack.
-//  2. Enqueue the tick's job with an id derived from (name, generation,
-//     tick) (TickJobID). If a job of that id exists, it is the tick's job
-//     and is not enqueued again; two handlers racing past that check both
-//     create the record expecting none, and one create wins (the other
-//     sees its own id as a duplicate and goes on).
-//  3. Advance the definition to the next tick with a compare-and-swap on
-//     the revision read in 1. The compare-and-swap is the fence: only one
-//     handler advances a tick; a loser reads again and lands in 1.
+//     (generation) of the name: drop the message. next_run_at is not the
+//     tick: the tick was decided already; if it ran (last_job_id is the
+//     tick's job id), do 3 again, then make sure the schedule of
+//     next_run_at exists (write it unless the schedule subject already
+//     holds it), ack.
+//  2. Decide the tick by the overlap policy (below) and advance the
+//     definition to the next tick with one compare-and-swap on the
+//     revision read in 1, recording the tick's job (an id derived from
+//     name, generation and tick: TickJobID) as last_job_id when it runs.
+//     The compare-and-swap is the fence: of any number of handlers of a
+//     tick one decision lands; a loser reads again and lands in 1.
+//  3. When it runs: cancel the job it replaces (policy cancel), then
+//     enqueue its job under the derived id, expecting no record under it:
+//     a repeated enqueue finds the first one's job.
 //  4. Write the schedule of the new next tick (replacing the fired one on
 //     the same subject), then ack.
 //
-// Crash points: stopped before 2 or during it, the message is redelivered
-// and 2 finds or creates the one job; stopped after 2 and before 3, the
-// redelivery finds the job by its id and goes on to 3; stopped after 3 and
-// before 4, the redelivery sees the tick done and writes the missing
-// schedule (step 1); stopped after 4 and before the ack, the redelivery
-// finds the schedule in place and acks. A process that is down at a tick
-// loses nothing: the schedule fires in JetStream whether or not any
-// jetgate process runs, and the fired message waits for the next process
-// to consume it, which runs the tick late.
+// Crash points: stopped before 2 lands, the message is redelivered and
+// decides the tick again; stopped after 2 and before 3 or 4 ends, the
+// redelivery finds the tick decided, does 3 again (idempotently) and
+// writes the missing schedule; stopped after 4 and before the ack, the
+// redelivery finds the job and the schedule in place and acks. Because
+// the next tick is scheduled only after the tick's job was enqueued, a
+// tick never fires before the job of the tick before it exists: the
+// overlap check of a tick always sees the previous run's job. A process
+// that is down at a tick loses nothing: the schedule fires in JetStream
+// whether or not any jetgate process runs, and the fired message waits
+// for the next process to consume it, which runs the tick late.
 //
 // Registration writes the schedule first and then creates the definition
 // expecting none (409 when the name exists): a process stopping between
@@ -62,12 +66,21 @@
 // ones before it are skipped, as cron daemons and Kubernetes CronJobs do
 // after downtime; a cron job never floods its queue after an outage.
 //
-// The overlap policy "skip" (the default, L2-CRON-003) skips a tick while
-// the job of the last tick that ran is not in a terminal state (completed,
-// cancelled, discarded): waiting, scheduled and retrying jobs count as
-// still running. "allow" (alias "queue", ojs-extension-interactions.md
-// 13) enqueues every tick. It is evaluated before anything the enqueue
-// decides (EI-011). "replace"/"cancel" are not offered.
+// The overlap policy (L2-CRON-003, ojs-extension-interactions.md 13,
+// openapi.yaml) is evaluated in step 2, against the job of the last tick
+// that ran, before anything the enqueue decides (EI-011). "skip" (the
+// default) decides the tick skipped while that job is not in a terminal
+// state (completed, cancelled, discarded): waiting, scheduled and
+// retrying jobs count as unfinished. "allow" (alias "queue") runs every
+// tick. "cancel" (alias "replace") runs the tick and cancels the
+// unfinished job first. The definition answers the policy as it was sent.
+// A job that cannot be found counts as finished (removed by retention, or
+// refused at its enqueue).
+//
+// A definition registered or PUT with "enabled": false has no next tick
+// and no schedule; PUT with "enabled": true schedules the first tick after
+// now. PUT replaces a definition as a new registration (generation): the
+// old one's ticks are dropped, its last run is kept for the overlap check.
 //
 // Expressions are evaluated on the wall clock of the time zone: a time
 // skipped by a spring-forward change runs once, as far past the change as

@@ -21,10 +21,15 @@ import (
 // errBusy is a definition whose compare-and-swap kept losing.
 var errBusy = errors.New("cron job changed by other processes")
 
-// fire runs the tick at time tick of registration gen of cron job name:
-// enqueue its job unless the tick already ran (or is skipped), then
-// advance the definition to its next tick with a compare-and-swap, then
-// schedule that tick. Every step is safe to repeat; see the package doc.
+// fire runs the tick at time tick of registration gen of cron job name.
+// The tick is decided (run it or skip it, by the overlap policy) and the
+// definition advanced to its next tick by one compare-and-swap, which
+// records the tick's job as the last run when it runs: of any number of
+// handlers of the tick, one decision lands. Only then is its job enqueued
+// (after cancelling the job it replaces, policy cancel), and only after
+// that is the next tick scheduled, so a tick never fires before the job
+// of the tick before it exists. Every step is safe to repeat; see the
+// package doc.
 func (s *Scheduler) fire(ctx context.Context, name, gen string, tick time.Time) error {
 	for range 5 {
 		r, rev, err := s.load(ctx, name)
@@ -34,25 +39,32 @@ func (s *Scheduler) fire(ctx context.Context, name, gen string, tick time.Time) 
 		if err != nil {
 			return err
 		}
-		if r.Gen != gen || r.NextRunAt == nil {
+		if r.Gen != gen {
 			return nil // a tick of an earlier registration of the name
 		}
-		if !r.NextRunAt.Equal(tick) {
-			// The tick ran and the definition moved on; a process may
-			// have stopped before writing the next tick's schedule.
+		if r.NextRunAt == nil || !r.NextRunAt.Equal(tick) {
+			// The tick was decided already (a disabled definition has no
+			// next tick). Its handler may have stopped before enqueueing
+			// the job it recorded, or before writing the next schedule.
+			if r.LastJobID == TickJobID(name, gen, tick) {
+				if err := s.start(ctx, r); err != nil {
+					return err
+				}
+			}
 			return s.ensureSchedule(ctx, r)
 		}
 		sched, loc, err := r.schedule()
 		if err != nil {
 			return nil // cannot happen: validated at registration
 		}
-		id, err := s.run(ctx, r, tick)
+		run, replaced, err := s.decide(ctx, r, tick)
 		if err != nil {
 			return err
 		}
 		nr := *r
-		if id != "" {
-			nr.LastRunAt, nr.LastJobID = ojs.NewTime(tick), id
+		nr.CancelJobID = ""
+		if run {
+			nr.LastRunAt, nr.LastJobID, nr.CancelJobID = ojs.NewTime(tick), TickJobID(name, gen, tick), replaced
 		}
 		nr.NextRunAt = nil
 		if next := s.after(sched, loc, tick); !next.IsZero() {
@@ -64,7 +76,7 @@ func (s *Scheduler) fire(ctx context.Context, name, gen string, tick time.Time) 
 		}
 		if _, err := s.kv.Update(ctx, topology.Token(name), b, rev); err != nil {
 			if casLost(err) || errors.Is(err, jetstream.ErrKeyNotFound) {
-				continue // advanced, deleted or replaced meanwhile: look again
+				continue // decided, deleted or replaced meanwhile: look again
 			}
 			return fmt.Errorf("advance cron job %s: %w", name, jobstore.Unavailable(err))
 		}
@@ -73,55 +85,81 @@ func (s *Scheduler) fire(ctx context.Context, name, gen string, tick time.Time) 
 				return err // a test stopping the handler here
 			}
 		}
+		if run {
+			if err := s.start(ctx, &nr); err != nil {
+				return err
+			}
+		}
 		return s.schedule(ctx, &nr)
 	}
 	return errBusy
 }
 
-// run enqueues the job of a tick and returns its id, or "" when the tick
-// is skipped. A tick whose job exists already (enqueued by a process that
-// stopped before advancing the definition, or by a racing redelivery) is
-// not enqueued again: the job id is derived from the tick, and the job
-// record is created expecting none.
-func (s *Scheduler) run(ctx context.Context, r *record, tick time.Time) (string, error) {
-	id := TickJobID(r.Name, r.Gen, tick)
-	if _, err := s.jobs.Get(ctx, id); err == nil {
-		return id, nil
-	} else if !errors.Is(err, ojs.ErrNotFound) {
-		return "", err
+// decide applies r's overlap policy to the tick (evaluated before
+// anything the enqueue itself decides, ojs-extension-interactions.md 13,
+// EI-011): whether the tick runs, and the unfinished job of the last run
+// it replaces (policy cancel). The last run's job was enqueued before
+// this tick was scheduled (fire), so a job that cannot be found has ended
+// and been removed (retention), or was refused at its enqueue.
+func (s *Scheduler) decide(ctx context.Context, r *record, tick time.Time) (run bool, replaced string, err error) {
+	mode := ojs.CronOverlapMode(r.OverlapPolicy)
+	if mode == ojs.CronOverlapAllow || r.LastJobID == "" {
+		return true, "", nil
 	}
-	// The overlap policy is evaluated before anything the enqueue itself
-	// decides (ojs-extension-interactions.md 13, EI-011).
-	if r.OverlapPolicy != ojs.CronOverlapAllow && r.LastJobID != "" {
-		prev, err := s.jobs.Get(ctx, r.LastJobID)
+	prev, err := s.jobs.Get(ctx, r.LastJobID)
+	switch {
+	case errors.Is(err, ojs.ErrNotFound):
+		return true, "", nil
+	case err != nil:
+		return false, "", err
+	case prev.State.Terminal():
+		return true, "", nil
+	case mode == ojs.CronOverlapCancel:
+		s.log.Info("cron tick replaces the unfinished previous run", "cron", r.Name, "tick", tick, "previous", prev.ID, "state", prev.State)
+		return true, prev.ID, nil
+	}
+	s.log.Info("cron tick skipped: previous run still unfinished", "cron", r.Name, "tick", tick, "previous", prev.ID, "state", prev.State)
+	return false, "", nil
+}
+
+// start carries out a tick that r records as run: it cancels the job the
+// tick replaces, if any, then enqueues the tick's job (r.LastJobID). Both
+// are idempotent: a job that has ended is not cancelled, and the job is
+// created expecting no record under its id, so a repeated start (a
+// redelivered tick, a racing handler) finds the first one's job. An
+// enqueue refused for good (a full queue, a unique conflict) ends the
+// tick, as a producer's refused enqueue would.
+func (s *Scheduler) start(ctx context.Context, r *record) error {
+	if r.CancelJobID != "" {
+		_, _, err := s.jobs.Cancel(ctx, r.CancelJobID)
 		switch {
-		case err == nil && !prev.State.Terminal():
-			s.log.Info("cron tick skipped: previous run still unfinished", "cron", r.Name, "tick", tick, "previous", prev.ID, "state", prev.State)
-			return "", nil
-		case err != nil && !errors.Is(err, ojs.ErrNotFound):
-			return "", err
+		case err == nil, errors.Is(err, ojs.ErrNotFound), errors.Is(err, ojs.ErrInvalidState):
+		default:
+			return err
 		}
+	}
+	if _, err := s.jobs.Get(ctx, r.LastJobID); err == nil {
+		return nil
+	} else if !errors.Is(err, ojs.ErrNotFound) {
+		return err
 	}
 	j, err := r.template()
 	if err != nil {
 		s.log.Error("cron job template no longer valid", "cron", r.Name, "error", err)
-		return "", nil
+		return nil
 	}
-	j.ID = id
+	j.ID = r.LastJobID
 	if _, err := s.jobs.Enqueue(ctx, j); err != nil {
 		var dup *ojs.DuplicateError
 		switch {
-		case errors.As(err, &dup) && dup.ExistingID == id && dup.UniqueKey == "":
-			return id, nil // a racing handler of the same tick created it
+		case errors.As(err, &dup) && dup.ExistingID == j.ID && dup.UniqueKey == "":
+			return nil // a racing handler of the same tick created it
 		case errors.Is(err, ojs.ErrUnavailable) || ctx.Err() != nil:
-			return "", err
+			return err
 		}
-		// Refused for good (a full queue, a unique job conflict): the
-		// tick is over, as a producer's refused enqueue would be.
-		s.log.Warn("cron tick refused by enqueue", "cron", r.Name, "tick", tick, "error", err)
-		return "", nil
+		s.log.Warn("cron tick refused by enqueue", "cron", r.Name, "job", j.ID, "error", err)
 	}
-	return id, nil
+	return nil
 }
 
 // after is the tick that follows tick. Ticks missed while no process ran

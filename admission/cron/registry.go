@@ -60,14 +60,13 @@ func validate(cj *ojs.CronJob, now time.Time) (*Schedule, time.Time, error) {
 	if err != nil || cj.Timezone == "Local" {
 		return nil, time.Time{}, &ojs.ValidationError{Field: "timezone", Rule: "an IANA time zone name such as America/New_York or UTC", Received: quote(cj.Timezone)}
 	}
-	switch cj.OverlapPolicy {
-	case "", ojs.CronOverlapSkip:
-		cj.OverlapPolicy = ojs.CronOverlapSkip
-	case ojs.CronOverlapAllow, "queue":
-		cj.OverlapPolicy = ojs.CronOverlapAllow
-	default:
-		return nil, time.Time{}, &ojs.ValidationError{Field: "overlap_policy", Rule: "one of skip (the default) or allow", Received: quote(cj.OverlapPolicy)}
+	// The policy is kept as the client sent it (a client reads back what
+	// it wrote); ojs.CronOverlapMode gives its behaviour.
+	if ojs.CronOverlapMode(cj.OverlapPolicy) == "" {
+		return nil, time.Time{}, &ojs.ValidationError{Field: "overlap_policy",
+			Rule: "one of skip (the default), allow (alias queue), cancel (alias replace)", Received: quote(cj.OverlapPolicy)}
 	}
+	cj.OverlapPolicy = cmp.Or(cj.OverlapPolicy, ojs.CronOverlapSkip)
 	r := record{CronJob: *cj}
 	if _, err := r.template(); err != nil {
 		return nil, time.Time{}, err
@@ -100,9 +99,9 @@ func (s *Scheduler) CronRegister(ctx context.Context, cj ojs.CronJob) (*ojs.Cron
 	if err != nil {
 		return nil, err
 	}
-	cj.Status, cj.CreatedAt, cj.NextRunAt = statusActive, ojs.NewTime(now), ojs.NewTime(next)
-	cj.LastRunAt, cj.LastJobID = nil, ""
-	r := &record{CronJob: cj, Gen: nuid.Next()}
+	cj.CreatedAt = ojs.NewTime(now)
+	cj.LastRunAt, cj.LastJobID, cj.CancelJobID = nil, "", ""
+	r := newRecord(cj, next)
 	b, err := json.Marshal(r)
 	if err != nil {
 		return nil, err
@@ -122,6 +121,16 @@ func (s *Scheduler) CronRegister(ctx context.Context, cj ojs.CronJob) (*ojs.Cron
 	}
 	out := r.CronJob
 	return &out, nil
+}
+
+// newRecord is a new registration (generation) of cj, whose next tick is
+// next unless it is disabled.
+func newRecord(cj ojs.CronJob, next time.Time) *record {
+	cj.Status, cj.NextRunAt = statusActive, ojs.NewTime(next)
+	if !cj.IsEnabled() {
+		cj.Status, cj.NextRunAt = statusDisabled, nil
+	}
+	return &record{CronJob: cj, Gen: nuid.Next()}
 }
 
 // checkSize refuses, before anything is written (issue 31), a definition
@@ -231,4 +240,88 @@ func (s *Scheduler) CronDelete(ctx context.Context, name string) error {
 // (single replicas and replicated buckets report it differently).
 func casLost(err error) bool {
 	return errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch)
+}
+
+// CronPut registers or replaces cron job name (PUT /ojs/v1/crons/{name},
+// issue 32). build makes the definition from the one registered (nil when
+// there is none): a PUT body's fields over the current ones. It reports
+// whether the definition was created.
+//
+// A replacement is a new registration (generation) of the name, written
+// with one compare-and-swap on the revision build was given: ticks of the
+// old one are dropped, and its schedule removed. The replacement keeps the
+// creation time and the last run (so that overlap_policy skip still waits
+// for the job of the last tick that ran). Its next tick is the first one
+// after now; a disabled definition has none.
+func (s *Scheduler) CronPut(ctx context.Context, name string, build func(cur *ojs.CronJob) (ojs.CronJob, error)) (*ojs.CronJob, bool, error) {
+	if !validName(name) {
+		return nil, false, &ojs.ValidationError{Field: "name", Rule: nameRule, Received: quote(name)}
+	}
+	for range 5 {
+		old, rev, err := s.load(ctx, name)
+		if err != nil && !errors.Is(err, ojs.ErrNotFound) {
+			return nil, false, err
+		}
+		var cur *ojs.CronJob
+		if old != nil {
+			c := old.CronJob
+			cur = &c
+		}
+		cj, err := build(cur)
+		if err != nil {
+			return nil, false, err
+		}
+		if cj.Name != name {
+			return nil, false, &ojs.ValidationError{Field: "name", Rule: "the cron job name of the path (" + name + ") when given", Received: quote(cj.Name)}
+		}
+		if old == nil {
+			out, err := s.CronRegister(ctx, cj)
+			if errors.Is(err, ojs.ErrDuplicate) {
+				continue // registered meanwhile: replace that one
+			}
+			return out, err == nil, err
+		}
+		out, err := s.replace(ctx, old, rev, cj)
+		if errors.Is(err, errLost) {
+			continue
+		}
+		return out, false, err
+	}
+	return nil, false, fmt.Errorf("put cron job %s: %w", name, ojs.ErrConflict)
+}
+
+var errLost = errors.New("cron job changed meanwhile")
+
+// replace writes cj as a new registration over old (at revision rev): the
+// new schedule first, then the definition (compare-and-swap), then the old
+// schedule is removed. errLost: old changed meanwhile.
+func (s *Scheduler) replace(ctx context.Context, old *record, rev uint64, cj ojs.CronJob) (*ojs.CronJob, error) {
+	now := s.clock.Now()
+	_, next, err := validate(&cj, now)
+	if err != nil {
+		return nil, err
+	}
+	cj.CreatedAt = old.CreatedAt
+	cj.LastRunAt, cj.LastJobID, cj.CancelJobID = old.LastRunAt, old.LastJobID, ""
+	r := newRecord(cj, next)
+	b, err := json.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.checkSize(r, b); err != nil {
+		return nil, err
+	}
+	if err := s.schedule(ctx, r); err != nil {
+		return nil, err
+	}
+	if _, err := s.kv.Update(ctx, topology.Token(cj.Name), b, rev); err != nil {
+		s.unschedule(r)
+		if casLost(err) || errors.Is(err, jetstream.ErrKeyNotFound) {
+			return nil, errLost
+		}
+		return nil, fmt.Errorf("replace cron job %s: %w", cj.Name, jobstore.Unavailable(err))
+	}
+	s.unschedule(old)
+	out := r.CronJob
+	return &out, nil
 }

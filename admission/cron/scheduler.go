@@ -18,11 +18,14 @@ import (
 )
 
 // Jobs is all the cron scheduler asks of the job life cycle: enqueue the
-// job of a tick, and read the job of an earlier tick (to skip overlaps and
-// to recognise a tick it already enqueued). *admission.Service meets it.
+// job of a tick, read the job of an earlier tick (to skip overlaps and to
+// recognise a tick it already enqueued), and cancel one a tick replaces. *admission.Service meets it.
 type Jobs interface {
 	Enqueue(ctx context.Context, job *ojs.Job) (*ojs.Job, error)
 	Get(ctx context.Context, id string) (*ojs.Job, error)
+	// Cancel cancels the unfinished job of an earlier tick that a tick
+	// replaces (overlap policy cancel).
+	Cancel(ctx context.Context, id string) (*ojs.Job, ojs.State, error)
 }
 
 // Clock tells the scheduler the time. Tests use a fast clock to see many
@@ -57,8 +60,12 @@ const (
 	hdrTick = "Ojs-Cron-Tick"
 )
 
-// Status of a definition (13.1 shows "active").
-const statusActive = "active"
+// Status of a definition (13.1 shows "active"); a disabled one's ticks
+// are not scheduled.
+const (
+	statusActive   = "active"
+	statusDisabled = "disabled"
+)
 
 // record is a definition as stored in the cron bucket.
 type record struct {

@@ -16,12 +16,20 @@ const (
 	WorkflowBatch = "batch" // a group with callbacks
 )
 
-// Workflow states (openapi.yaml Workflow.state).
+// Workflow states, as the official clients read them (pending, running,
+// completed, failed, cancelled; spec/README.md decision 10: openapi.yaml's
+// older "active" loses). jetgate enqueues a workflow's first steps as it
+// creates it, so none of its workflows is ever pending.
 const (
-	WorkflowActive    = "active"
+	WorkflowPending   = "pending"
+	WorkflowRunning   = "running"
 	WorkflowCompleted = "completed"
 	WorkflowFailed    = "failed"
 	WorkflowCancelled = "cancelled"
+	// WorkflowLegacyActive is what jetgate stored and answered for a
+	// running workflow before issue 32: a stored record that says it reads
+	// as WorkflowRunning, and a listing's state filter accepts it.
+	WorkflowLegacyActive = "active"
 )
 
 // Batch callback triggers (L3-BATCH-002), in the order they are listed.
@@ -69,7 +77,7 @@ type Workflow struct {
 	StepsCompleted int                      `json:"steps_completed"`
 	JobsTotal      *int                     `json:"jobs_total,omitempty"`
 	JobsCompleted  *int                     `json:"jobs_completed,omitempty"`
-	Steps          []WorkflowStep           `json:"steps"`
+	Steps          []WorkflowStep           `json:"steps,omitempty"`
 	Callbacks      map[string]*WorkflowStep `json:"callbacks,omitempty"`
 	FailedStep     string                   `json:"failed_step,omitempty"`
 	Error          *JobError                `json:"error,omitempty"`
@@ -81,6 +89,25 @@ type Workflow struct {
 	// Set by DELETE only (ojs-http-binding.md 14.3).
 	StepsCancelled        *int `json:"steps_cancelled,omitempty"`
 	StepsAlreadyCompleted *int `json:"steps_already_completed,omitempty"`
+}
+
+// WorkflowListQuery selects a page of GET /ojs/v1/workflows: the workflows
+// in one state ("" for every state), page (1-based) and per_page, or the
+// cursor of a previous page.
+type WorkflowListQuery struct {
+	State   string
+	Page    int
+	PerPage int
+	Cursor  string
+}
+
+// WorkflowList is one page of GET /ojs/v1/workflows: summaries (a Workflow
+// without its steps; GET /ojs/v1/workflows/{id} has them).
+type WorkflowList struct {
+	Workflows  []*Workflow     `json:"workflows"`
+	Pagination AdminPagination `json:"pagination"`
+	// Scanned counts the records read to build the page.
+	Scanned int `json:"-"`
 }
 
 // WorkflowStep is one step of a Workflow view. State is "pending" until

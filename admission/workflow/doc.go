@@ -8,7 +8,7 @@
 // workflow, key = workflow id, holding its steps, their job ids, the
 // outcome of each ended step and the workflow's state) and the workflow
 // timer stream (topology.WorkflowTimerStream: one message schedule per
-// active workflow). It meets the job life cycle only as an
+// running workflow). It meets the job life cycle only as an
 // admission.Lifecycle (JobChanged when a step's job ends; Admit does
 // nothing) and acts on jobs only through admission's operations (Enqueue,
 // Get, Cancel), so their checks, events and counters stay admission's. It
@@ -41,7 +41,7 @@
 // step end), or after the workflow write and before the successor's
 // enqueue (a marked but missing successor). Neither strands a workflow:
 //
-//   - Every active workflow has a check timer, a JetStream message
+//   - Every running workflow has a check timer, a JetStream message
 //     schedule armed before its record is created and re-armed by each
 //     check, firing after Config.Check (or at the workflow's deadline if
 //     earlier) to a durable consumer shared by all processes. A check
@@ -67,7 +67,7 @@
 // have not ended; workflow_timeout fails it at its deadline (the check
 // timer) and cancels its running steps. A failed or cancelled workflow's
 // remaining jobs are cancelled again by its last check (the timer armed
-// while it was active still fires once) and by each GET, so a crash
+// while it was running still fires once) and by each GET, so a crash
 // between the workflow write and the job cancels loses nothing.
 //
 // Successors (later chain steps, callbacks) take the first step's priority

@@ -22,7 +22,7 @@ import (
 func (e *Engine) CreateWorkflow(ctx context.Context, spec *ojs.WorkflowSpec) (*ojs.Workflow, error) {
 	now := e.cfg.Now()
 	r := &record{
-		ID: ojs.NewID(), Name: spec.Name, Type: spec.Type, State: ojs.WorkflowActive,
+		ID: ojs.NewID(), Name: spec.Name, Type: spec.Type, State: ojs.WorkflowRunning,
 		RootPriority: spec.Steps[0].Job.Priority, CreatedAt: now.UTC(),
 	}
 	if spec.Timeout > 0 {
@@ -118,7 +118,7 @@ func (e *Engine) CancelWorkflow(ctx context.Context, id string) (*ojs.Workflow, 
 	var state string
 	r, wrote, err := e.update(ctx, id, func(r *record) bool {
 		state = r.State
-		if r.State != ojs.WorkflowActive {
+		if r.State != ojs.WorkflowRunning {
 			return false
 		}
 		r.end(e.cfg.Now(), ojs.WorkflowCancelled)
@@ -139,7 +139,7 @@ func (e *Engine) CancelWorkflow(ctx context.Context, id string) (*ojs.Workflow, 
 	if !wrote {
 		return nil, fmt.Errorf("%w: workflow %s is already %s", ojs.ErrConflict, id, state)
 	}
-	e.ended(r, ojs.WorkflowActive)
+	e.ended(r, ojs.WorkflowRunning)
 	live := e.cleanup(ctx, r)
 	w := r.view(live)
 	c, d := r.StepsCancelled, r.StepsAlreadyCompleted
@@ -191,7 +191,7 @@ func (e *Engine) reconcile(ctx context.Context, id string) (*record, map[string]
 		if err != nil {
 			return nil, nil, err
 		}
-		if r.State != ojs.WorkflowActive {
+		if r.State != ojs.WorkflowRunning {
 			live := e.cleanup(ctx, r)
 			for _, s := range r.all() {
 				if s.Enqueued && !s.terminal() && live[s.JobID] == nil {
@@ -231,12 +231,12 @@ func (e *Engine) reconcile(ctx context.Context, id string) (*record, map[string]
 	}
 }
 
-// timeout fails an active workflow whose workflow_timeout passed
+// timeout fails a running workflow whose workflow_timeout passed
 // (ojs-timeouts.md 9.2) and cancels its steps' jobs that have not ended.
 func (e *Engine) timeout(ctx context.Context, id string) error {
 	now := e.cfg.Now()
 	r, wrote, err := e.update(ctx, id, func(r *record) bool {
-		if r.State != ojs.WorkflowActive || r.DeadlineAt == nil || now.Before(*r.DeadlineAt) {
+		if r.State != ojs.WorkflowRunning || r.DeadlineAt == nil || now.Before(*r.DeadlineAt) {
 			return false
 		}
 		limit := r.DeadlineAt.Sub(r.CreatedAt)
@@ -251,7 +251,7 @@ func (e *Engine) timeout(ctx context.Context, id string) error {
 	if err != nil || !wrote {
 		return err
 	}
-	e.ended(r, ojs.WorkflowActive)
+	e.ended(r, ojs.WorkflowRunning)
 	e.cleanup(ctx, r)
 	return nil
 }
@@ -277,7 +277,7 @@ func (e *Engine) arm(ctx context.Context, r *record) error {
 }
 
 // onTimer handles a fired check: reconcile, fail on a passed deadline,
-// and arm the next check while the workflow is active. The message is
+// and arm the next check while the workflow is running. The message is
 // acked only after the next check is armed, so a process dying on the way
 // leaves it to be redelivered.
 func (e *Engine) onTimer(msg jetstream.Msg) {
@@ -306,7 +306,7 @@ func (e *Engine) check(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	if r.State == ojs.WorkflowActive && r.DeadlineAt != nil && !e.cfg.Now().Before(*r.DeadlineAt) {
+	if r.State == ojs.WorkflowRunning && r.DeadlineAt != nil && !e.cfg.Now().Before(*r.DeadlineAt) {
 		if err := e.timeout(ctx, id); err != nil {
 			return err
 		}
@@ -314,7 +314,7 @@ func (e *Engine) check(ctx context.Context, id string) error {
 			return err
 		}
 	}
-	if r.State != ojs.WorkflowActive {
+	if r.State != ojs.WorkflowRunning {
 		return nil
 	}
 	return e.arm(ctx, r)

@@ -142,12 +142,12 @@ func (s *step) observe(j *ojs.Job) bool {
 	return true
 }
 
-// decide moves an active workflow on after a step ended: it marks the
+// decide moves a running workflow on after a step ended: it marks the
 // successors to enqueue (returned) and ends the workflow when its shape
 // says so. It is a pure function of the record, so every process deciding
 // on one revision decides the same.
 func (r *record) decide(now time.Time) (enqueue []*step) {
-	if r.State != ojs.WorkflowActive {
+	if r.State != ojs.WorkflowRunning {
 		return nil
 	}
 	switch r.Type {

@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -48,7 +49,7 @@ type Config struct {
 	JS     jetstream.JetStream
 	KV     jetstream.KeyValue
 	Timers jetstream.Stream
-	// Check is how often an active workflow's timer re-reads its steps'
+	// Check is how often a running workflow's timer re-reads its steps'
 	// job records (the backstop for a missed JobChanged). Default 1 min.
 	Check time.Duration
 	// Retention is how long a finished workflow's record is kept
@@ -58,14 +59,20 @@ type Config struct {
 	Logger    *slog.Logger
 	// Now tells the time (default time.Now).
 	Now func() time.Time
+	// MaxScan is how many records one page of GET /ojs/v1/workflows
+	// reads at most (default 10 000); MaxOffset how many matches a page
+	// number may skip (default 10 000). See Workflows.
+	MaxScan   int
+	MaxOffset int
 }
 
 // Engine runs workflows; it is an admission.Lifecycle.
 type Engine struct {
-	cfg  Config
-	mu   sync.Mutex
-	jobs Jobs
-	cc   jetstream.ConsumeContext
+	cfg      Config
+	mu       sync.Mutex
+	jobs     Jobs
+	cc       jetstream.ConsumeContext
+	kvStream jetstream.Stream // the workflow bucket's stream (list.go)
 }
 
 var _ admission.Lifecycle = (*Engine)(nil)
@@ -85,6 +92,8 @@ func New(cfg Config) *Engine {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	cfg.MaxScan = cmp.Or(max(cfg.MaxScan, 0), 10_000)
+	cfg.MaxOffset = cmp.Or(max(cfg.MaxOffset, 0), 10_000)
 	return &Engine{cfg: cfg}
 }
 
@@ -107,7 +116,7 @@ func (e *Engine) j() Jobs {
 func (e *Engine) Start(ctx context.Context) error {
 	cons, err := e.cfg.Timers.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
 		Durable:       topology.WorkflowTimerConsumer,
-		Description:   "jetgate fired workflow timers: workflow_timeout and the check of active workflows",
+		Description:   "jetgate fired workflow timers: workflow_timeout and the check of running workflows",
 		FilterSubject: topology.WorkflowFiredSubject,
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       30 * time.Second,
@@ -189,11 +198,25 @@ func (e *Engine) get(ctx context.Context, id string) (*record, uint64, error) {
 	if err != nil {
 		return nil, 0, unavailable(err)
 	}
-	var r record
-	if err := json.Unmarshal(en.Value(), &r); err != nil {
+	r, err := decodeRecord(en.Value())
+	if err != nil {
 		return nil, 0, fmt.Errorf("workflow %s: unreadable record: %w", id, err)
 	}
-	return &r, en.Revision(), nil
+	return r, en.Revision(), nil
+}
+
+// decodeRecord reads a stored record. A record stored before issue 32
+// says "active" for a running workflow: it reads as running (and is
+// written back so at its next change).
+func decodeRecord(b []byte) (*record, error) {
+	var r record
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, err
+	}
+	if r.State == ojs.WorkflowLegacyActive {
+		r.State = ojs.WorkflowRunning
+	}
+	return &r, nil
 }
 
 var errLost = errors.New("workflow record changed")
@@ -208,7 +231,7 @@ func (e *Engine) put(ctx context.Context, r *record, rev uint64) error {
 	m := nats.NewMsg("$KV." + topology.WorkflowsBucket + "." + r.ID)
 	m.Data = b
 	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(rev, 10))
-	if r.State != ojs.WorkflowActive {
+	if r.State != ojs.WorkflowRunning {
 		m.Header.Set(jetstream.MsgTTLHeader, e.cfg.Retention.Round(time.Second).String())
 	}
 	if _, err := e.cfg.JS.PublishMsg(ctx, m); err != nil {
@@ -256,7 +279,7 @@ func (e *Engine) advance(ctx context.Context, id string, ended []*ojs.Job) error
 	var before string
 	r, wrote, err := e.update(ctx, id, func(r *record) bool {
 		before = r.State
-		if r.State != ojs.WorkflowActive {
+		if r.State != ojs.WorkflowRunning {
 			return false
 		}
 		changed := false
@@ -286,7 +309,7 @@ func (e *Engine) advance(ctx context.Context, id string, ended []*ojs.Job) error
 
 // ended publishes the event of a workflow that just finished.
 func (e *Engine) ended(r *record, before string) {
-	if before != ojs.WorkflowActive || r.State == ojs.WorkflowActive {
+	if before != ojs.WorkflowRunning || r.State == ojs.WorkflowRunning {
 		return
 	}
 	data := map[string]any{"total_steps": len(r.Steps)}

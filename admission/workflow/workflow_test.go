@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/goleak"
 
 	"github.com/jetgate/jetgate/admission"
@@ -63,6 +64,7 @@ func (c *counting) createdCount(id string) int {
 }
 
 type node struct {
+	kv     jetstream.KeyValue // the workflow bucket
 	svc    *admission.Service
 	eng    *workflow.Engine
 	jobs   *counting
@@ -128,7 +130,7 @@ func startNodes(t *testing.T, check time.Duration, hooked ...bool) []node {
 			t.Fatalf("start engine: %v", err)
 		}
 		t.Cleanup(eng.Stop)
-		out[i] = node{svc: svc, eng: eng, jobs: c, events: ev}
+		out[i] = node{kv: assets.Workflows, svc: svc, eng: eng, jobs: c, events: ev}
 	}
 	return out
 }
@@ -143,8 +145,8 @@ func create(t *testing.T, n node, body string) *ojs.Workflow {
 	if err != nil {
 		t.Fatalf("create: %v", err)
 	}
-	if w.State != ojs.WorkflowActive {
-		t.Fatalf("created workflow is %s, want active", w.State)
+	if w.State != ojs.WorkflowRunning {
+		t.Fatalf("created workflow is %s, want running", w.State)
 	}
 	return w
 }
@@ -353,7 +355,7 @@ func TestGroup_L3_GROUP_001_002(t *testing.T) {
 	jobs := []*ojs.Job{fetch(t, n, "gr"), fetch(t, n, "gr"), fetch(t, n, "gr")} // all three at once
 	ack(t, n, jobs[2], `{"i":2}`)
 	ack(t, n, jobs[0], `{"i":0}`)
-	if got := get(t, n, w.ID); got.State != ojs.WorkflowActive || *got.JobsCompleted != 2 {
+	if got := get(t, n, w.ID); got.State != ojs.WorkflowRunning || *got.JobsCompleted != 2 {
 		t.Fatalf("after two of three: %+v", got)
 	}
 	ack(t, n, jobs[1], `{"i":1}`)

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -10,9 +11,9 @@ import (
 )
 
 // DecodeCron reads a cron registration in the binding's shape (13.2:
-// name, cron, timezone, type, args, meta, options) or openapi.yaml's
-// (expression, overlap_policy, job_template {type, args, meta, options});
-// overlap_policy is read in both.
+// name, cron, timezone, type, args, meta, options) or openapi.yaml's and
+// the clients' (expression, overlap_policy, job_template {type, args,
+// meta, options}); overlap_policy and enabled are read in both.
 func DecodeCron(o Object) (ojs.CronJob, error) {
 	var cj ojs.CronJob
 	var err error
@@ -26,6 +27,9 @@ func DecodeCron(o Object) (ojs.CronJob, error) {
 		return cj, err
 	}
 	if cj.OverlapPolicy, err = o.Str("overlap_policy", false); err != nil {
+		return cj, err
+	}
+	if cj.Enabled, err = o.Boolean("enabled"); err != nil {
 		return cj, err
 	}
 	tpl, prefix := o, ""
@@ -217,11 +221,27 @@ const (
 	cronMaxLimit     = 200
 )
 
-// CronPage reads the paging of a cron listing (limit, offset, cursor).
+// CronPage reads the paging of a cron listing: the binding's limit,
+// offset and cursor, or page (1-based) and per_page as the admin UI sends
+// them (GET /ojs/v1/crons, issue 32).
 func CronPage(q url.Values) (ojs.PageRequest, error) {
 	page, err := ParsePage(q, cronDefaultLimit, cronMaxLimit)
 	if err != nil {
 		return page, err
+	}
+	if v := q.Get("per_page"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return page, Invalid("per_page", fmt.Sprintf("an integer between 1 and %d", cronMaxLimit), strconv.Quote(Short(v)))
+		}
+		page.Limit = min(n, cronMaxLimit)
+	}
+	if v := q.Get("page"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1<<20 {
+			return page, Invalid("page", "an integer >= 1", strconv.Quote(Short(v)))
+		}
+		page.Offset = (n - 1) * page.Limit
 	}
 	if page.Cursor != "" {
 		if page.Offset, err = DecodeCursor(page.Cursor); err != nil {
@@ -231,12 +251,115 @@ func CronPage(q url.Values) (ojs.PageRequest, error) {
 	return page, nil
 }
 
-// CronPageReply completes a cron page with its next cursor.
-func CronPageReply(res *ojs.CronPage, page ojs.PageRequest) *ojs.CronPage {
-	if res.Pagination.HasMore {
-		res.Pagination.NextCursor = EncodeCursor(page.Offset + page.Limit)
+// CronView is a cron job definition as the clients read it (issue 32,
+// spec/README.md decision 10): the expression under both expression and
+// cron, the overlap policy as sent, enabled, and the job both as
+// job_template and, as the binding shows it (13.1), at the top level.
+type CronView struct {
+	Name          string          `json:"name"`
+	Expression    string          `json:"expression"`
+	Cron          string          `json:"cron"`
+	Timezone      string          `json:"timezone"`
+	OverlapPolicy string          `json:"overlap_policy"`
+	Enabled       bool            `json:"enabled"`
+	Status        string          `json:"status,omitempty"`
+	JobTemplate   CronTemplate    `json:"job_template"`
+	Type          string          `json:"type"`
+	Args          json.RawMessage `json:"args"`
+	Meta          json.RawMessage `json:"meta,omitempty"`
+	Options       json.RawMessage `json:"options,omitempty"`
+	CreatedAt     *ojs.Time       `json:"created_at,omitempty"`
+	NextRunAt     *ojs.Time       `json:"next_run_at,omitempty"`
+	LastRunAt     *ojs.Time       `json:"last_run_at,omitempty"`
+	LastJobID     string          `json:"last_job_id,omitempty"`
+}
+
+// CronTemplate is the job a cron job's ticks enqueue.
+type CronTemplate struct {
+	Type    string          `json:"type"`
+	Args    json.RawMessage `json:"args"`
+	Meta    json.RawMessage `json:"meta,omitempty"`
+	Options json.RawMessage `json:"options,omitempty"`
+}
+
+// NewCronView is cj as the clients read it.
+func NewCronView(cj *ojs.CronJob) *CronView {
+	args := cj.Args
+	if len(args) == 0 {
+		args = json.RawMessage("[]")
 	}
-	return res
+	return &CronView{
+		Name: cj.Name, Expression: cj.Cron, Cron: cj.Cron, Timezone: cj.Timezone,
+		OverlapPolicy: cj.OverlapPolicy, Enabled: cj.IsEnabled(), Status: cj.Status,
+		JobTemplate: CronTemplate{Type: cj.Type, Args: args, Meta: cj.Meta, Options: cj.Options},
+		Type:        cj.Type, Args: args, Meta: cj.Meta, Options: cj.Options,
+		CreatedAt: cj.CreatedAt, NextRunAt: cj.NextRunAt, LastRunAt: cj.LastRunAt, LastJobID: cj.LastJobID,
+	}
+}
+
+// CronReply is the answer about one cron job: under cron (openapi.yaml
+// and most clients) and cron_job (the official Go client), the same view.
+func CronReply(cj *ojs.CronJob) map[string]any {
+	v := NewCronView(cj)
+	return map[string]any{"cron": v, "cron_job": v}
+}
+
+// CronListReply is a page of the cron listing: under crons and cron_jobs,
+// with the binding's pagination (total, limit, offset, has_more,
+// next_cursor) and the admin API's (page, per_page).
+func CronListReply(res *ojs.CronPage, page ojs.PageRequest) map[string]any {
+	views := make([]*CronView, len(res.CronJobs))
+	for i := range res.CronJobs {
+		views[i] = NewCronView(&res.CronJobs[i])
+	}
+	p := map[string]any{"total": res.Pagination.Total, "limit": page.Limit, "offset": page.Offset,
+		"has_more": res.Pagination.HasMore, "page": page.Offset/max(page.Limit, 1) + 1, "per_page": page.Limit}
+	if res.Pagination.HasMore {
+		p["next_cursor"] = EncodeCursor(page.Offset + page.Limit)
+	}
+	return map[string]any{"crons": views, "cron_jobs": views, "pagination": p}
+}
+
+// MergeCron is the definition a PUT of a cron job makes (issue 32): the
+// body's fields over those of the current definition (cur; nil when there
+// is none, and then the body is a whole registration). A body that gives
+// the expression (cron or expression) replaces it; one that gives
+// job_template replaces the whole job, one that gives type, args, meta or
+// options at the top level replaces those.
+func MergeCron(name string, cur *ojs.CronJob, body Object) (ojs.CronJob, error) {
+	o := Object{}
+	if cur != nil {
+		put := func(k string, v any) {
+			if b, err := json.Marshal(v); err == nil {
+				o[k] = b
+			}
+		}
+		put("expression", cur.Cron)
+		put("timezone", cur.Timezone)
+		put("overlap_policy", cur.OverlapPolicy)
+		put("enabled", cur.IsEnabled())
+		put("type", cur.Type)
+		for k, v := range map[string]json.RawMessage{"args": cur.Args, "meta": cur.Meta, "options": cur.Options} {
+			if len(v) > 0 {
+				o[k] = v
+			}
+		}
+		if _, ok := body["cron"]; ok {
+			delete(o, "expression")
+		}
+		if _, ok := body["job_template"]; ok {
+			for _, k := range []string{"type", "args", "meta", "options"} {
+				delete(o, k)
+			}
+		}
+	}
+	for k, v := range body {
+		o[k] = v
+	}
+	if _, ok := o["name"]; !ok {
+		o["name"], _ = json.Marshal(name)
+	}
+	return DecodeCron(o)
 }
 
 // BeatReply is the answer of POST /ojs/v1/workers/beat (the graceful
@@ -278,4 +401,23 @@ func WorkerListReply(res *ojs.WorkerPage, page, per int) map[string]any {
 // WorkflowReply is {"workflow": ...} (14.1-14.3).
 type WorkflowReply struct {
 	Workflow *ojs.Workflow `json:"workflow"`
+}
+
+// ParseWorkflowListQuery reads the query of GET /ojs/v1/workflows (issue
+// 32): page (1-based) and per_page as the admin API's listings, or the
+// cursor of a previous page, and state.
+func ParseWorkflowListQuery(q url.Values) (ojs.WorkflowListQuery, error) {
+	var out ojs.WorkflowListQuery
+	var err error
+	if out.Page, out.PerPage, err = ParseAdminPage(q); err != nil {
+		return out, err
+	}
+	out.Cursor, out.State = q.Get("cursor"), q.Get("state")
+	if len(out.Cursor) > MaxCursorLen {
+		return out, Invalid("cursor", "a cursor returned as pagination.next_cursor", Short(out.Cursor))
+	}
+	if out.Cursor != "" && q.Get("page") != "" {
+		return out, Invalid("page", "page or cursor, not both", strconv.Quote(Short(q.Get("page"))))
+	}
+	return out, nil
 }

@@ -41,7 +41,7 @@ func ackJob(c client, j map[string]any, result any) {
 }
 
 // ojs-conformance.md L3-001 (L3-CHAIN-001, -002, L3-DATA-001) over HTTP:
-// the conformance body (a chain given as jobs) is 201 with an active
+// the conformance body (a chain given as jobs) is 201 with a running (issue 32)
 // chain; each step runs after its predecessor with its result in
 // parent_results; the chain completes. The manifest declares workflows.
 func TestHTTPWorkflowChain_L3_001(t *testing.T) {
@@ -54,7 +54,7 @@ func TestHTTPWorkflowChain_L3_001(t *testing.T) {
 	}
 	w := obj(r.body["workflow"])
 	id, _ := w["id"].(string)
-	if id == "" || w["type"] != "chain" || w["state"] != "active" || r.header.Get("Location") != "/ojs/v1/workflows/"+id {
+	if id == "" || w["type"] != "chain" || w["state"] != "running" || r.header.Get("Location") != "/ojs/v1/workflows/"+id {
 		t.Fatalf("created %v, Location %q", w, r.header.Get("Location"))
 	}
 	if s := obj(list(w["steps"])[1]); s["state"] != "pending" || s["job_id"] != nil {
