@@ -420,7 +420,7 @@ func TestAdminDeadLetter_DLQ(t *testing.T) {
 	if obj(r["job"])["state"] != "available" || obj(r["job"])["attempt"] != float64(0) {
 		t.Fatalf("retry: %v", r)
 	}
-	c.must(200, "DELETE", "/ojs/v1/admin/dead-letter/"+f.discarded[1], nil)
+	c.must(204, "DELETE", "/ojs/v1/admin/dead-letter/"+f.discarded[1], nil) // issue 32: 204, no body
 	if r := c.do("GET", "/ojs/v1/jobs/"+f.discarded[1], nil); r.status != 404 {
 		t.Fatalf("deleted dead letter job: %d", r.status)
 	}
