@@ -58,7 +58,18 @@ type JobListQuery struct {
 	Page    int
 	PerPage int
 	Cursor  string
+	// Sort, when set, orders the listing by one of the JobSort fields
+	// (descending with Desc) instead of stream order.
+	Sort string
+	Desc bool
 }
+
+// Orders of a job listing (7.1): sort fields.
+const (
+	SortCreatedAt   = "created_at"
+	SortScheduledAt = "scheduled_at"
+	SortPriority    = "priority"
+)
 
 // AdminPagination is the admin API's pagination object (6.1, 7.1): total,
 // page and per_page as the spec shows them, plus has_more and next_cursor,
