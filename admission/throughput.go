@@ -54,6 +54,9 @@ func (s *Service) lastMinuteSamples(ctx context.Context) (statSample, error) {
 		FilterSubjects: []string{topology.StatSubjects},
 		DeliverPolicy:  jetstream.DeliverByStartTimePolicy,
 		OptStartTime:   &since,
+		// Gone soon after this read, not after nats.go's default of five
+		// minutes: a dashboard asks every few seconds.
+		InactiveThreshold: 10 * time.Second,
 	})
 	if err != nil {
 		return sum, fmt.Errorf("throughput: %w", jobstore.Unavailable(err))
