@@ -58,7 +58,7 @@ type JobListQuery struct {
 	Page    int
 	PerPage int
 	Cursor  string
-	// Sort, when set, orders the listing by one of the JobSort fields
+	// Sort, when set, orders the listing by one of the Sort* fields
 	// (descending with Desc) instead of stream order.
 	Sort string
 	Desc bool
