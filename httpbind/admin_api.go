@@ -53,7 +53,7 @@ func (s *server) adminRoutes() []route {
 		{http.MethodGet, "/ojs/v1/admin/dead-letter", h.deadLetter, body},
 		{http.MethodGet, "/ojs/v1/admin/dead-letter/stats", h.deadLetterStats, body},
 		{http.MethodPost, "/ojs/v1/admin/dead-letter/{id}/retry", s.retryDeadLetter, body},
-		{http.MethodDelete, "/ojs/v1/admin/dead-letter/{id}", s.deleteDeadLetter, body},
+		{http.MethodDelete, "/ojs/v1/admin/dead-letter/{id}", s.adminDeleteDeadLetter, body},
 		{http.MethodGet, "/ojs/v1/dead-letter/stats", h.deadLetterStats, body},
 	}
 }

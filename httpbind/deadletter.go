@@ -41,17 +41,34 @@ func (s *server) retryDeadLetter(w http.ResponseWriter, r *http.Request) {
 	s.writeJSON(w, r, http.StatusOK, jobResponse{Job: job.Public()})
 }
 
-// deleteDeadLetter is DELETE /ojs/v1/dead-letter/{id} (12.3):
-// {"deleted":true,"job_id"}.
+// deleteDeadLetter is DELETE /ojs/v1/dead-letter/{id} (12.3): 200
+// {"deleted":true,"job_id"}, what the official Go client reads.
 func (s *server) deleteDeadLetter(w http.ResponseWriter, r *http.Request) {
+	id, ok := s.deleteDead(w, r)
+	if ok {
+		s.writeJSON(w, r, http.StatusOK, wire.DeletedReply{Deleted: true, JobID: id})
+	}
+}
+
+// adminDeleteDeadLetter is DELETE /ojs/v1/admin/dead-letter/{id}: the same
+// operation, answered 204 without a body as admin dashboards expect of a
+// delete (issue 32).
+func (s *server) adminDeleteDeadLetter(w http.ResponseWriter, r *http.Request) {
+	if _, ok := s.deleteDead(w, r); ok {
+		w.WriteHeader(http.StatusNoContent)
+	}
+}
+
+// deleteDead deletes the dead letter job of the path; on failure it has
+// answered the error.
+func (s *server) deleteDead(w http.ResponseWriter, r *http.Request) (string, bool) {
 	id, err := pathJobID(r, "dead_letter_job")
+	if err == nil {
+		err = s.b.DeleteDeadLetter(r.Context(), id)
+	}
 	if err != nil {
 		s.writeError(w, r, err)
-		return
+		return "", false
 	}
-	if err := s.b.DeleteDeadLetter(r.Context(), id); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	s.writeJSON(w, r, http.StatusOK, wire.DeletedReply{Deleted: true, JobID: id})
+	return id, true
 }

@@ -60,7 +60,7 @@ func (h poolHandlers) list(w http.ResponseWriter, r *http.Request) {
 	h.s.writeJSON(w, r, http.StatusOK, map[string]any{"items": ps})
 }
 
-// get is GET /ojs/v1/admin/pools/{pool}.
+// get is GET /ojs/v1/admin/pools/{pool}: the pool, also under "pool".
 func (h poolHandlers) get(w http.ResponseWriter, r *http.Request) {
 	name, err := pathPool(r)
 	if err != nil {
@@ -68,13 +68,18 @@ func (h poolHandlers) get(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p, err := h.b.Pool(r.Context(), name)
-	h.s.answer(w, r, p, err)
+	if err != nil {
+		h.s.writeError(w, r, err)
+		return
+	}
+	h.s.writeJSON(w, r, http.StatusOK, wire.NewPoolReply(p))
 }
 
 // put is PUT /ojs/v1/admin/pools/{pool} (10.1): {"queues": [names] or
-// [{"name","weight"}], "concurrency"?, "strategy"?: "round-robin"
-// (default) | "strict" | "weighted", "weights"?: {queue: weight}}. It
-// creates or replaces the pool and answers it.
+// [{"name","weight"}] or {name: {"weight"}}, "concurrency"?, "strategy"?:
+// "round-robin" (default) | "strict" | "weighted", "weights"?: {queue:
+// weight}}. It creates or replaces the pool and answers it, also under
+// "pool" (wire.PoolReply).
 func (h poolHandlers) put(w http.ResponseWriter, r *http.Request) {
 	name, err := pathPool(r)
 	if err != nil {
@@ -92,7 +97,11 @@ func (h poolHandlers) put(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p, err := h.b.SetPool(r.Context(), g)
-	h.s.answer(w, r, p, err)
+	if err != nil {
+		h.s.writeError(w, r, err)
+		return
+	}
+	h.s.writeJSON(w, r, http.StatusOK, wire.NewPoolReply(p))
 }
 
 var decodePool = wire.DecodePool
@@ -112,8 +121,13 @@ func (h poolHandlers) delete(w http.ResponseWriter, r *http.Request) {
 	h.s.writeJSON(w, r, http.StatusOK, map[string]any{"name": name, "deleted": true})
 }
 
-// stats is GET /ojs/v1/admin/scheduling/stats (10.2, FS-R004).
+// stats is GET /ojs/v1/admin/scheduling/stats (10.2, FS-R004), also
+// under "stats".
 func (h poolHandlers) stats(w http.ResponseWriter, r *http.Request) {
 	st, err := h.b.SchedulingStats(r.Context())
-	h.s.answer(w, r, st, err)
+	if err != nil {
+		h.s.writeError(w, r, err)
+		return
+	}
+	h.s.writeJSON(w, r, http.StatusOK, wire.NewSchedulingStatsReply(st))
 }

@@ -266,12 +266,27 @@ func poolEndpoints(pb PoolBackend) []endpoint {
 			}
 			return map[string]any{"items": ps}, nil
 		}),
-		ep("pools.get", authz.OpAdmin, "GET /ojs/v1/admin/pools/{pool}", getNamed("pool", pb.Pool)),
-		ep("pools.set", authz.OpAdmin, "PUT /ojs/v1/admin/pools/{pool}", setNamed("pool", wire.DecodePool, pb.SetPool)),
+		ep("pools.get", authz.OpAdmin, "GET /ojs/v1/admin/pools/{pool}", getNamed("pool", poolReply(pb.Pool))),
+		ep("pools.set", authz.OpAdmin, "PUT /ojs/v1/admin/pools/{pool}", setNamed("pool", wire.DecodePool, poolReply(pb.SetPool))),
 		ep("pools.delete", authz.OpAdmin, "DELETE /ojs/v1/admin/pools/{pool}", deleteNamed("pool", pb.DeletePool)),
 		ep("pools.stats", authz.OpAdmin, "GET /ojs/v1/admin/scheduling/stats", func(c *call) (any, error) {
-			return pb.SchedulingStats(c.ctx)
+			st, err := pb.SchedulingStats(c.ctx)
+			if err != nil {
+				return nil, err
+			}
+			return wire.NewSchedulingStatsReply(st), nil
 		}),
+	}
+}
+
+// poolReply answers a pool as the HTTP binding does (wire.PoolReply).
+func poolReply[T any](op func(context.Context, T) (*ojs.Pool, error)) func(context.Context, T) (wire.PoolReply, error) {
+	return func(ctx context.Context, v T) (wire.PoolReply, error) {
+		p, err := op(ctx, v)
+		if err != nil {
+			return wire.PoolReply{}, err
+		}
+		return wire.NewPoolReply(p), nil
 	}
 }
 

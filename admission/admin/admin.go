@@ -21,6 +21,13 @@ type Service interface {
 	QueueConfig(ctx context.Context, name string) (*ojs.QueueConfig, error)
 	StateCounts(ctx context.Context, queue string) (map[ojs.State]int64, error)
 	Health(ctx context.Context) ojs.Health
+	Throughput(ctx context.Context) (ojs.Throughput, error)
+}
+
+// Workers is the worker registry, counted by the statistics.
+// *workers.Registry implements it.
+type Workers interface {
+	AllWorkers() []ojs.Worker
 }
 
 // Records is what the operator API reads from the job store.
@@ -46,6 +53,8 @@ type Config struct {
 	// DeadRetention is how long discarded jobs are kept, reported by the
 	// dead letter statistics (0: not reported).
 	DeadRetention time.Duration
+	// Workers, when set, is counted by AdminStats (0 without it).
+	Workers Workers
 	// Clock tells the time (default time.Now).
 	Clock func() time.Time
 }

@@ -42,6 +42,18 @@
 // so they are bounded (Config.MaxOffset); cursors cost the same at any
 // depth.
 //
+// A listing with sort (issue 32: created_at, scheduled_at or priority,
+// asc or desc) has no index to follow: it reads every job its filter
+// matches within the same Config.MaxScan messages, keeps only their
+// listing fields and sorts them, so its total is exact and its pages are
+// offsets into that order. One with more to read is refused naming sort,
+// saying how to narrow it; an order made from part of the jobs would be
+// wrong.
+//
+// The throughput of AdminStats (issue 32) comes from the activity samples
+// admission writes once a second per process and queue (its Throughput:
+// one ordered consumer over the last minute of OJS_STATS), not from jobs.
+//
 // It must never write a job record itself, nor hold state between
 // requests: any jetgate process answers any page of any listing.
 package admin

@@ -66,6 +66,7 @@ func decodeCursor(field, s string, f ojs.JobFilter) (cursor, error) {
 		return cursor{}, badCursor(field)
 	}
 	switch {
+	case c.phase == phaseSorted:
 	case c.phase == phaseReady && (f.State == "" || f.State == ojs.StateAvailable):
 	case c.phase == phaseRecords && f.State != ojs.StateAvailable:
 	default:
@@ -82,6 +83,9 @@ func (a *Admin) AdminJobs(ctx context.Context, q ojs.JobListQuery) (*ojs.JobList
 		per = DefaultPerPage
 	}
 	per = min(per, MaxPerPage)
+	if q.Sort != "" {
+		return a.sortedJobs(ctx, q, per)
+	}
 	cur, skip, err := a.position(q, per)
 	if err != nil {
 		return nil, err
@@ -119,6 +123,9 @@ func (a *Admin) AdminJobs(ctx context.Context, q ojs.JobListQuery) (*ojs.JobList
 func (a *Admin) position(q ojs.JobListQuery, per int) (cursor, int, error) {
 	if q.Cursor != "" {
 		c, err := decodeCursor("cursor", q.Cursor, q.Filter)
+		if err == nil && c.phase == phaseSorted {
+			err = badCursor("cursor") // a sorted listing's cursor, without sort
+		}
 		return c, 0, err
 	}
 	page := max(q.Page, 1)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jetgate/jetgate/admission/admin"
 	"github.com/jetgate/jetgate/admission/ojs"
+	"github.com/jetgate/jetgate/jetstream/topology"
 )
 
 // BenchmarkListing measures what a listing reads and costs over a queue of
@@ -49,6 +50,9 @@ func BenchmarkListing(b *testing.B) {
 		{"available_cursor_at_80pct_100", deep},
 		{"available_type_matching_none", ojs.JobListQuery{Filter: ojs.JobFilter{State: ojs.StateAvailable, Type: "t.rare"}, PerPage: 100}},
 		{"completed_none_among_records", ojs.JobListQuery{Filter: ojs.JobFilter{State: ojs.StateCompleted}, PerPage: 100}},
+		// Issue 32: a sorted listing reads every match within the bound.
+		{"available_sorted_by_priority_100", ojs.JobListQuery{Filter: ojs.JobFilter{State: ojs.StateAvailable, Queue: "q"},
+			Sort: ojs.SortPriority, PerPage: 100}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
@@ -70,4 +74,33 @@ func BenchmarkListing(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkStatsThroughput measures GET /ojs/v1/admin/stats with a full
+// minute of activity samples (issue 32's throughput): 60 samples, one a
+// second, from each of 3 processes on each of 20 queues, 3,600 samples in
+// the window, whatever the number of jobs behind them.
+func BenchmarkStatsThroughput(b *testing.B) {
+	bd := setup(b, admin.Config{})
+	ctx := testCtx(b)
+	for q := range 20 {
+		for range 3 * 60 {
+			if _, err := bd.js.Publish(ctx, topology.StatSubject(fmt.Sprintf("q%d", q)), []byte(`{"completed":5,"failed":1}`)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	st, err := bd.adm.AdminStats(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if st.Throughput.ProcessedPerMinute != 20*180*6 {
+		b.Fatalf("throughput %+v, want %d processed", st.Throughput, 20*180*6)
+	}
+	b.ResetTimer()
+	for range b.N {
+		if _, err := bd.adm.AdminStats(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -8,7 +8,9 @@ import (
 
 // AdminStats is GET /ojs/v1/admin/stats (ojs-admin-api.md 10.1): the jobs of
 // every queue per state, from the counters (a direct get per queue and
-// state), the number of queues and the process's uptime.
+// state), the number of queues and workers, the throughput of the last
+// minute from the activity samples (issue 32: admin dashboards read
+// throughput.processed_per_minute) and the process's uptime.
 func (a *Admin) AdminStats(ctx context.Context) (*ojs.AdminStats, error) {
 	qs, err := a.svc.ListQueues(ctx)
 	if err != nil {
@@ -26,6 +28,12 @@ func (a *Admin) AdminStats(ctx context.Context) (*ojs.AdminStats, error) {
 		for st, n := range c {
 			out.Jobs[st] += n
 		}
+	}
+	if out.Throughput, err = a.svc.Throughput(ctx); err != nil {
+		return nil, err
+	}
+	if a.cfg.Workers != nil {
+		out.Workers = len(a.cfg.Workers.AllWorkers())
 	}
 	out.UptimeSeconds = a.svc.Health(ctx).UptimeSeconds
 	out.ComputedAt = ojs.NewTime(a.cfg.Clock())

@@ -58,7 +58,18 @@ type JobListQuery struct {
 	Page    int
 	PerPage int
 	Cursor  string
+	// Sort, when set, orders the listing by one of the Sort* fields
+	// (descending with Desc) instead of stream order.
+	Sort string
+	Desc bool
 }
+
+// Orders of a job listing (7.1): sort fields.
+const (
+	SortCreatedAt   = "created_at"
+	SortScheduledAt = "scheduled_at"
+	SortPriority    = "priority"
+)
 
 // AdminPagination is the admin API's pagination object (6.1, 7.1): total,
 // page and per_page as the spec shows them, plus has_more and next_cursor,
@@ -104,11 +115,24 @@ type AdminQueueList struct {
 
 // AdminStats is GET /ojs/v1/admin/stats (10.1).
 type AdminStats struct {
-	Queues        int             `json:"queues"`
-	PausedQueues  int             `json:"paused_queues"`
+	Queues       int `json:"queues"`
+	PausedQueues int `json:"paused_queues"`
+	// Workers counts the workers the registry knows and has not expired
+	// (stale ones included, as GET /ojs/v1/admin/workers lists them).
+	Workers       int             `json:"workers"`
 	Jobs          map[State]int64 `json:"jobs"`
+	Throughput    Throughput      `json:"throughput"`
 	UptimeSeconds int64           `json:"uptime_seconds"`
 	ComputedAt    *Time           `json:"computed_at"`
+}
+
+// Throughput is what every queue did over the last minute (10.1, issue
+// 32): attempts ended (processed: completed plus failed, as Sidekiq counts
+// processed jobs), completed and failed, per minute.
+type Throughput struct {
+	ProcessedPerMinute float64 `json:"processed_per_minute"`
+	CompletedPerMinute float64 `json:"completed_per_minute"`
+	FailedPerMinute    float64 `json:"failed_per_minute"`
 }
 
 // Bulk actions (8.1-8.3).

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -84,9 +85,10 @@ func ParseAdminPage(q url.Values) (page, per int, err error) {
 	return page, per, nil
 }
 
-// ParseJobListQuery reads the query of a job listing (7.1). A listing
-// follows its streams' order (see admission/admin), so sort is refused and
-// order may only be asc. forced, when set, is the only state allowed.
+// ParseJobListQuery reads the query of a job listing (7.1). Without sort a
+// listing follows its streams' order (see admission/admin); sort orders it
+// (issue 32), within the listing's scan bound. forced, when set, is the
+// only state allowed.
 func ParseJobListQuery(q url.Values, forced ojs.State) (ojs.JobListQuery, error) {
 	var out ojs.JobListQuery
 	var err error
@@ -100,15 +102,37 @@ func ParseJobListQuery(q url.Values, forced ojs.State) (ojs.JobListQuery, error)
 	if out.Cursor != "" && q.Get("page") != "" {
 		return out, Invalid("page", "absent when cursor is given", strconv.Quote(Short(q.Get("page"))))
 	}
-	if v := q.Get("sort"); v != "" {
-		return out, Invalid("sort", "absent: jobs are listed in stream order (available jobs in the order they became ready, others by last change)", strconv.Quote(Short(v)))
-	}
-	if v := q.Get("order"); v != "" && v != "asc" {
-		return out, Invalid("order", "asc: a descending listing would need an index written for every job", strconv.Quote(Short(v)))
+	if out.Sort, out.Desc, err = listOrder(q); err != nil {
+		return out, err
 	}
 	str := func(name string) string { return q.Get(name) }
 	out.Filter, err = decodeFilter("", str, forced)
 	return out, err
+}
+
+// listOrder reads sort (created_at, scheduled_at or priority) and order
+// (asc or desc). order=asc alone keeps stream order, as before sort was
+// served; order=desc alone is created_at, newest first (7.1's default
+// sort field).
+func listOrder(q url.Values) (sort string, desc bool, err error) {
+	switch v := q.Get("order"); v {
+	case "", "asc":
+	case "desc":
+		desc = true
+	default:
+		return "", false, Invalid("order", "asc or desc", strconv.Quote(Short(v)))
+	}
+	switch v := q.Get("sort"); v {
+	case "":
+		if desc {
+			sort = ojs.SortCreatedAt
+		}
+	case ojs.SortCreatedAt, ojs.SortScheduledAt, ojs.SortPriority:
+		sort = v
+	default:
+		return "", false, Invalid("sort", "created_at, scheduled_at or priority (or absent: stream order)", strconv.Quote(Short(v)))
+	}
+	return sort, desc, nil
 }
 
 // decodeFilter checks the fields of a job filter (7.1, 8.1), read by get;
@@ -209,14 +233,22 @@ func DecodeBulk(action string, body []byte) (ojs.BulkRequest, error) {
 	return req, nil
 }
 
-// AdminJob is the reply of GET /ojs/v1/admin/jobs/{id} (7.2, ADM-004):
-// the whole envelope with its timestamps gathered in "metadata".
+// AdminJob is the job detail of GET /ojs/v1/admin/jobs/{id} (7.2): the
+// whole envelope at the top level, its timestamps gathered under
+// "metadata" and its retry policy again as "retry_policy", as 7.2 shows
+// them (issue 32).
 func AdminJob(j *ojs.Job) *ojs.Job {
-	return WithField(j, "metadata", map[string]*ojs.Time{
+	p := WithField(j, "metadata", map[string]*ojs.Time{
 		"created_at": j.CreatedAt, "enqueued_at": j.EnqueuedAt, "started_at": j.StartedAt,
 		"scheduled_at": j.ScheduledAt, "completed_at": j.CompletedAt, "cancelled_at": j.CancelledAt,
 		"discarded_at": j.DiscardedAt,
 	})
+	if _, sent := p.Extra["retry_policy"]; j.Retry != nil && p.Extra != nil && !sent {
+		if b, err := json.Marshal(j.Retry); err == nil {
+			p.Extra["retry_policy"] = b
+		}
+	}
+	return p
 }
 
 // NewJobList is the reply of a job listing: each job summarized.

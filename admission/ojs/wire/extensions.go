@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -178,7 +179,14 @@ func DecodeGroup(name string, o Object) (ojs.WorkerGroup, error) {
 // (names, or {name, weight} objects; not empty) and "weights"
 // ({queue: weight}, for listed queues).
 func groupQueues(o Object) ([]string, map[string]int, error) {
-	queues, weights, err := FetchQueues(o)
+	var queues []string
+	var weights map[string]int
+	var err error
+	if raw, ok := o.Get("queues"); ok && len(raw) > 0 && raw[0] == '{' {
+		queues, weights, err = queueWeightObject(raw)
+	} else {
+		queues, weights, err = FetchQueues(o)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -196,6 +204,63 @@ func groupQueues(o Object) ([]string, map[string]int, error) {
 		}
 	}
 	return queues, weights, nil
+}
+
+// queueWeightObject reads "queues" given as an object of queue name to
+// {"weight": n} (or to the weight itself), the shape admin dashboards send
+// (issue 32): {"queues": {"critical": {"weight": 70}, "bulk": {"weight":
+// 30}}}. The queues keep the order of the body, which strict consumption
+// follows; a name given twice is refused.
+func queueWeightObject(raw json.RawMessage) ([]string, map[string]int, error) {
+	const rule = "an array of queue names or of {name, weight} objects, or an object of queue name to {weight}"
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, nil, Invalid("queues", rule, Describe(raw))
+	}
+	var names []string
+	weights := map[string]int{}
+	for dec.More() {
+		t, err := dec.Token()
+		name, ok := t.(string)
+		if err != nil || !ok {
+			return nil, nil, Invalid("queues", rule, Describe(raw))
+		}
+		field := "queues." + name
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, nil, Invalid(field, "a {weight} object or a weight", Describe(raw))
+		}
+		if _, dup := weights[name]; dup {
+			return nil, nil, Invalid(field, "each queue once", strconv.Quote(Short(name)))
+		}
+		w, err := queueWeight(field, v)
+		if err != nil {
+			return nil, nil, err
+		}
+		names = append(names, name)
+		weights[name] = w
+	}
+	return names, weights, nil
+}
+
+// queueWeight reads one queue's entry of the object form: {"weight": n}
+// (weight 1 when left out) or n.
+func queueWeight(field string, v json.RawMessage) (int, error) {
+	o := Object{"weight": v}
+	if len(v) > 0 && v[0] == '{' {
+		var err error
+		if o, err = ParseObject(v); err != nil {
+			return 0, PrefixField(field+".", err)
+		}
+		if err := OnlyFields(o, "weight"); err != nil {
+			return 0, PrefixField(field+".", err)
+		}
+	}
+	w, err := o.Integer("weight", 1, 0, ojs.MaxQueueWeight)
+	if err != nil {
+		return 0, PrefixField(field+".", err)
+	}
+	return int(w), nil
 }
 
 // GroupName checks a worker group's (or pool's) name given as field; a
@@ -420,4 +485,29 @@ func ParseWorkflowListQuery(q url.Values) (ojs.WorkflowListQuery, error) {
 		return out, Invalid("page", "page or cursor, not both", strconv.Quote(Short(q.Get("page"))))
 	}
 	return out, nil
+}
+
+// PoolReply is a pool as GET and PUT /ojs/v1/admin/pools/{pool} answer it:
+// its fields at the top level, as jetgate answered before, and again under
+// "pool", the shape of ojs-fair-scheduling.md 6.1 that admin dashboards
+// read (issue 32; spec/README.md decision 10: answer both).
+type PoolReply struct {
+	ojs.Pool
+	Wrapped *ojs.Pool `json:"pool"`
+}
+
+// NewPoolReply is p's reply.
+func NewPoolReply(p *ojs.Pool) PoolReply { return PoolReply{Pool: *p, Wrapped: p} }
+
+// SchedulingStatsReply is GET /ojs/v1/admin/scheduling/stats: the
+// statistics at the top level (ojs-fair-scheduling.md 10.2) and again
+// under "stats", where admin dashboards read them (issue 32).
+type SchedulingStatsReply struct {
+	ojs.SchedulingStats
+	Stats *ojs.SchedulingStats `json:"stats"`
+}
+
+// NewSchedulingStatsReply is st's reply.
+func NewSchedulingStatsReply(st *ojs.SchedulingStats) SchedulingStatsReply {
+	return SchedulingStatsReply{SchedulingStats: *st, Stats: st}
 }

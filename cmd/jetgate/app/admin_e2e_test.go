@@ -262,7 +262,7 @@ func TestAdminListJobs_ADM003(t *testing.T) {
 	// Bad input names the parameter.
 	for _, b := range []struct{ q, field string }{
 		{"state=sleeping", "state"}, {"queue=Bad!", "queue"}, {"since=yesterday", "since"},
-		{"per_page=0", "per_page"}, {"page=-1", "page"}, {"sort=priority", "sort"}, {"order=desc", "order"},
+		{"per_page=0", "per_page"}, {"page=-1", "page"}, {"sort=type", "sort"}, {"order=sideways", "order"},
 		{"cursor=%21%21", "cursor"}, {"page=100000&per_page=100", "page"},
 	} {
 		wantField(t, c.do("GET", "/ojs/v1/admin/jobs?"+b.q, nil), b.field)
@@ -420,7 +420,7 @@ func TestAdminDeadLetter_DLQ(t *testing.T) {
 	if obj(r["job"])["state"] != "available" || obj(r["job"])["attempt"] != float64(0) {
 		t.Fatalf("retry: %v", r)
 	}
-	c.must(200, "DELETE", "/ojs/v1/admin/dead-letter/"+f.discarded[1], nil)
+	c.must(204, "DELETE", "/ojs/v1/admin/dead-letter/"+f.discarded[1], nil) // issue 32: 204, no body
 	if r := c.do("GET", "/ojs/v1/jobs/"+f.discarded[1], nil); r.status != 404 {
 		t.Fatalf("deleted dead letter job: %d", r.status)
 	}

@@ -259,7 +259,7 @@ func (s *Server) startCron(ctx context.Context, assets *topology.Assets) error {
 }
 
 func (s *Server) serveHTTP() error {
-	adm, err := admin.New(s.svc, s.svc.Store(), admin.Config{DeadRetention: s.cfg.DeadRetention})
+	adm, err := admin.New(s.svc, s.svc.Store(), admin.Config{DeadRetention: s.cfg.DeadRetention, Workers: s.workers})
 	if err != nil {
 		return err
 	}
