@@ -25,7 +25,9 @@ import (
 //   - per queue, the jobs active, scheduled, retryable and pending
 //     (ojs.count.<queue>.<state>);
 //   - per queue and priority, the active jobs whose claim still holds its
-//     ready message (held_pNNN: in the ready stream, yet not available)
+//     ready message (held_pNNN: in the ready stream, yet not available;
+//     past the lease deferral, only those of a process that died holding
+//     them, which the keeper looks for in the ready stream: heldcheck.go)
 //     and the available jobs parked on a rate limit (parked_pNNN: no
 //     longer in the ready stream, yet available).
 //
