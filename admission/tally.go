@@ -32,6 +32,8 @@ type tally struct {
 	// counted held until heldFor after the claim, then while a check found
 	// the message still there (heldcheck.go).
 	held map[string]heldJob
+	// present is how many of held a check found still there.
+	present int
 	// counts are the jobs per queue and state (active, scheduled,
 	// retryable, pending).
 	counts map[gaugeKey]int64
@@ -170,6 +172,9 @@ func (t *tally) apply(id string, st *jobstore.RecordStat) {
 			}
 		}
 		delete(t.jobs, id)
+		if h, ok := t.held[id]; ok && h.present {
+			t.present--
+		}
 		delete(t.held, id)
 	}
 	if st == nil || !kept(st.State) {
@@ -201,6 +206,9 @@ func (t *tally) apply(id string, st *jobstore.RecordStat) {
 func (t *tally) heldToCheck(now time.Time, suspect bool, ahead time.Duration) map[string]heldJob {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if !suspect && t.present == 0 {
+		return nil
+	}
 	var out map[string]heldJob
 	soon := now.Add(ahead).UnixMilli()
 	for id, h := range t.held {
@@ -226,10 +234,15 @@ func (t *tally) heldChecked(asked map[string]heldJob, present map[string]bool) {
 		if !ok || h.until != was.until || h.queue != was.queue || h.prio != was.prio {
 			continue
 		}
-		if present[id] {
+		switch {
+		case present[id] && !h.present:
 			h.present = true
 			t.held[id] = h
-		} else {
+			t.present++
+		case !present[id]:
+			if h.present {
+				t.present--
+			}
 			delete(t.held, id)
 		}
 	}

@@ -113,8 +113,11 @@ func TestTallyHeldClaimsOfADeadProcess(t *testing.T) {
 		t.Fatalf("checked %v, want a alone", asked)
 	}
 	tl.heldChecked(asked, nil)
-	if n := heldAt(later); n != 0 {
-		t.Fatalf("a acked: held %d", n)
+	if n := heldAt(later); n != 0 || tl.present != 0 {
+		t.Fatalf("a acked: held %d, %d found present", n, tl.present)
+	}
+	if got := tl.heldToCheck(later, false, 2*time.Second); got != nil {
+		t.Fatalf("nothing suspect nor found: checked %v", got)
 	}
 	// A lapsed claim no check found is forgotten after lapsedKeep.
 	tl.apply("d", held(later))
