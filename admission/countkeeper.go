@@ -25,7 +25,9 @@ import (
 //   - per queue, the jobs active, scheduled, retryable and pending
 //     (ojs.count.<queue>.<state>);
 //   - per queue and priority, the active jobs whose claim still holds its
-//     ready message (held_pNNN: in the ready stream, yet not available)
+//     ready message (held_pNNN: in the ready stream, yet not available;
+//     past the lease deferral, only those of a process that died holding
+//     them, which the keeper looks for in the ready stream: heldcheck.go)
 //     and the available jobs parked on a rate limit (parked_pNNN: no
 //     longer in the ready stream, yet available).
 //
@@ -75,6 +77,9 @@ type countKeeper struct {
 	// current is the tally of that reading, which this process's own
 	// questions are answered from (answer).
 	current atomic.Pointer[tally]
+	// check watches the held ready messages of dead processes for the
+	// tally in current (heldcheck.go).
+	check atomic.Pointer[heldCheck]
 	// abandoned makes a stopping keeper leave its lease to lapse, as a
 	// process killed would (tests).
 	abandoned atomic.Bool
@@ -160,6 +165,7 @@ func (k *countKeeper) keep(parent context.Context) {
 	defer func() {
 		k.keeping.Store(false)
 		k.current.Store(nil)
+		k.check.Store(nil)
 		cancel()
 		if !k.abandoned.Load() {
 			rctx, rcancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -169,6 +175,8 @@ func (k *countKeeper) keep(parent context.Context) {
 	}()
 	k.s.log.Info("count keeper: this process keeps the queue counts", "holder", k.lease.holder)
 	tl := newTally(k.s.heldFor())
+	hc := newHeldCheck(k.s, k.every)
+	tl.lapsedKeep = hc.lapsedKeep(k.every)
 	rd, err := k.follow(ctx, tl)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -206,6 +214,7 @@ func (k *countKeeper) keep(parent context.Context) {
 				return
 			}
 			defer func() { _ = sub.Unsubscribe() }()
+			k.check.Store(hc)
 			k.current.Store(tl)
 			k.keeping.Store(true)
 			k.triedOnce()
@@ -231,6 +240,9 @@ func (k *countKeeper) keep(parent context.Context) {
 		}
 		if err := pr.count(ctx, k.s, tl); err != nil && ctx.Err() == nil {
 			k.s.log.Debug("count keeper: parked jobs not read", "error", err)
+		}
+		if err := hc.watch(ctx, tl); err != nil && ctx.Err() == nil {
+			k.s.log.Debug("count keeper: held ready messages not checked", "error", err)
 		}
 		g.write(ctx, tl.gauges(k.s.now()))
 	}
@@ -361,6 +373,13 @@ func (k *countKeeper) answer(ctx context.Context, tl *tally, queues []string) (m
 		return nil, jobstore.Unavailable(err)
 	}
 	_ = tl.waitApplied(wctx, st.CachedInfo().State.LastSeq)
+	// The ready messages a dead process held are looked for now, so that
+	// one acked a moment ago no longer counts held.
+	if hc := k.check.Load(); hc != nil {
+		if err := hc.check(wctx, tl); err != nil && wctx.Err() == nil {
+			k.s.log.Debug("count keeper: held ready messages not checked", "error", err)
+		}
+	}
 	tokens := make([]string, len(queues))
 	for i, q := range queues {
 		tokens[i] = topology.Token(q)

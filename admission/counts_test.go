@@ -202,3 +202,83 @@ func TestParkedJobsCountAsAvailable(t *testing.T) {
 	wantCounts(t, b, q, countsWithin, map[ojs.State]int64{ojs.StateAvailable: 3, ojs.StateActive: 1},
 		map[string]int64{"2": 3})
 }
+
+// Issue 31 item 2: a process dies (in-process: stopped as a crash would,
+// writing nothing) right after claims whose leases it deferred, so each
+// still holds its ready message; those messages stay in the ready stream
+// until the dead process's holder sentinel fires and the other process
+// walks them. The claims count active and not available all along: from
+// the time the dead process's sentinel looks stale (and the deferral ran
+// out) until well after the walk, the numbers stay the truth; a reading
+// may cross an ack, so a difference must be gone within 1.5 s. Before,
+// the held messages counted available from the end of the deferral until
+// the walk.
+func TestCountsHoldClaimsOfAKilledProcess(t *testing.T) {
+	t.Parallel()
+	// Deferral 3 s, sentinel renewed every 1.5 s, stale after 4 s, due
+	// 11.5 s after its last renewal.
+	cfg := admission.Config{ClaimAckWait: 9 * time.Second}
+	a, b := twoProcesses(t, cfg)
+	ctx := testCtx(t)
+	const q = "heldq"
+	for i := range 6 {
+		enqueue(t, a, fmt.Sprintf(`{"type":"c.t","args":[%d],"queue":%q,"priority":%d}`, i, q, 1+2*(i%2)))
+	}
+	jobs, err := a.svc.Fetch(ctx, ojs.FetchRequest{Queues: []string{q}, Count: 4, WorkerID: "w1", VisibilityTimeout: 10 * time.Minute})
+	if err != nil || len(jobs) != 4 {
+		t.Fatalf("fetch 4: %d jobs, %v", len(jobs), err)
+	}
+	for _, j := range jobs {
+		if j.Internal.HeldAck == "" {
+			t.Fatalf("claim of %s holds no ready message", j.ID)
+		}
+	}
+	a.svc.Kill()
+	killed := time.Now()
+	want := map[ojs.State]int64{ojs.StateAvailable: 2, ojs.StateActive: 4}
+	wantCounts(t, b, q, countsWithin, want, nil)
+
+	readyLeft := func() int {
+		info, err := b.js.Stream(ctx, topology.ReadyStream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in, err := info.Info(ctx, jetstream.WithSubjectFilter(topology.ReadyQueueFilter(q)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(in.State.Subjects)
+	}
+	// The sentinel is stale 4 s after the kill at the latest; a keeper
+	// taking over reads every record within 5 s, and looks every second.
+	for time.Since(killed) < 7*time.Second {
+		time.Sleep(50 * time.Millisecond)
+	}
+	var wrongSince, end time.Time
+	for end.IsZero() || time.Now().Before(end) || !wrongSince.IsZero() {
+		if end.IsZero() && readyLeft() == 2 {
+			end = time.Now().Add(2 * time.Second) // walked: the held messages are acked
+		}
+		if end.IsZero() && time.Since(killed) > 60*time.Second {
+			t.Fatalf("the held messages of the killed process were not walked in 60 s (%d ready messages)", readyLeft())
+		}
+		n, err := b.svc.StateCounts(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ok := true
+		for st, v := range want {
+			ok = ok && n[st] == v
+		}
+		switch {
+		case ok:
+			wrongSince = time.Time{}
+		case wrongSince.IsZero():
+			wrongSince = time.Now()
+		case time.Since(wrongSince) > 1500*time.Millisecond:
+			t.Fatalf("%s after the kill, wrong for %s: %v, want %v", time.Since(killed).Round(time.Millisecond),
+				time.Since(wrongSince).Round(time.Millisecond), n, want)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

@@ -42,6 +42,10 @@ import (
 // messages (5 s by default), one more now and then when a claim goes past
 // a bound or holds on a new consumer, one cancel when the process held
 // nothing for a refresh period; none per job.
+//
+// The count keeper reads the sentinels too: one not renewed for a while,
+// or fired, tells it that a process died holding ready messages, which
+// it then counts held until they are acked (heldcheck.go).
 
 const (
 	// minLookahead is the least a bound runs ahead of the highest

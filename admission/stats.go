@@ -32,8 +32,8 @@ import (
 //     levels.go; a level whose consumer is gone gets it again, which
 //     counts its messages once). From that count the reader takes away
 //     the ready messages an active job's claim still holds (held_pNNN:
-//     the lease deferral of lease.go, at most a third of the consumers'
-//     AckWait) and adds the available jobs parked on a rate limit, whose
+//     the lease deferral of lease.go, a third of the consumers' AckWait,
+//     or until acked when the claiming process died: heldcheck.go) and adds the available jobs parked on a rate limit, whose
 //     ready message is gone (parked_pNNN). Messages pulled ahead of
 //     fetches (prefetch.go) or put back are jobs still available, and
 //     count. A transition that takes a job out of available other than
@@ -78,17 +78,24 @@ import (
 // wait messages again when the wait stream changed, at most every two
 // seconds (a scan without consumer: batched direct gets on one server,
 // one get per waiter through the leader on a cluster), and asks the wait
-// stream's info once a second.
+// stream's info once a second. While claims hold ready messages it reads
+// the holder sentinels once a second, and after a process died holding
+// some it looks up the held messages past their deferral by subject
+// until they are acked (heldcheck.go).
 //
 // What a crash costs. A process killed: up to one second of its finished
 // jobs (completed, cancelled, discarded and the samples); nothing else. The
 // keeper's process killed: readers take the numbers it wrote last until the
 // next keeper has taken the lease (at most topology.LeaseTTL) and read the
 // records again; they are then the truth. Whatever crashed, the
-// ready stream answers for available at once. Until the ready consumers'
-// AckWait brings it back, a message held by a claim whose process died is
-// counted available from a third of that AckWait after the claim (when
-// the claim would have released it).
+// ready stream answers for available at once. A message held by a claim
+// whose process died counts held until it is acked (by the sentinel's
+// walk or a fetch): the keeper looks for such messages once the process's
+// holder sentinel is stale (heldcheck.go), so one counts available only
+// if its deferral ran out before that, at most 9 s after the death (at
+// the default ClaimAckWait). The ready message of a transition whose
+// record write never came (a bounded enqueue, a batch left pending)
+// counts until a fetch drops it (orphanWindow, BatchWindow).
 type statsAgg struct {
 	mu      sync.Mutex
 	counts  map[countKey]int64

@@ -18,11 +18,22 @@ import (
 type tally struct {
 	mu      sync.Mutex
 	heldFor time.Duration
+	// lapsedKeep is how long a held claim is remembered past heldFor
+	// (heldcheck.go): long enough for the sentinel of a process that
+	// died holding it to be seen stale. 0: forgotten at once.
+	lapsedKeep time.Duration
+	// started is when the tally first made its numbers (Unix ms): claims
+	// that lapsed before are remembered lapsedKeep from then.
+	started int64
 	// jobs are the jobs available with a record, active, scheduled,
 	// retryable or pending, by id.
 	jobs map[string]tallyJob
-	// held are the active jobs whose claim holds its ready message, by id.
+	// held are the active jobs whose claim holds its ready message, by id:
+	// counted held until heldFor after the claim, then while a check found
+	// the message still there (heldcheck.go).
 	held map[string]heldJob
+	// present is how many of held a check found still there.
+	present int
 	// counts are the jobs per queue and state (active, scheduled,
 	// retryable, pending).
 	counts map[gaugeKey]int64
@@ -54,6 +65,9 @@ type heldJob struct {
 	queue string
 	prio  int32
 	until int64 // Unix ms
+	// present: the last check found the held message in the ready
+	// stream (its claiming process died holding it).
+	present bool
 }
 
 type appliedWaiter struct {
@@ -158,6 +172,9 @@ func (t *tally) apply(id string, st *jobstore.RecordStat) {
 			}
 		}
 		delete(t.jobs, id)
+		if h, ok := t.held[id]; ok && h.present {
+			t.present--
+		}
 		delete(t.held, id)
 	}
 	if st == nil || !kept(st.State) {
@@ -182,6 +199,62 @@ func (t *tally) apply(id string, st *jobstore.RecordStat) {
 	}
 }
 
+// heldToCheck returns the held claims whose ready message a check should
+// look for as of now: those found there at the last check, and, when
+// suspect (a process died holding messages), every claim past heldFor or
+// within ahead of it, by id.
+func (t *tally) heldToCheck(now time.Time, suspect bool, ahead time.Duration) map[string]heldJob {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !suspect && t.present == 0 {
+		return nil
+	}
+	var out map[string]heldJob
+	soon := now.Add(ahead).UnixMilli()
+	for id, h := range t.held {
+		if h.present || suspect && h.until <= soon {
+			if out == nil {
+				out = map[string]heldJob{}
+			}
+			out[id] = h
+		}
+	}
+	return out
+}
+
+// heldChecked applies a check of the claims asked (heldToCheck): one whose
+// message is there counts held until a later check finds it gone; one
+// whose message is gone is forgotten (an acked ready message does not
+// come back). A claim replaced since the question is left alone.
+func (t *tally) heldChecked(asked map[string]heldJob, present map[string]bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for id, was := range asked {
+		h, ok := t.held[id]
+		if !ok || h.until != was.until || h.queue != was.queue || h.prio != was.prio {
+			continue
+		}
+		switch {
+		case present[id] && !h.present:
+			h.present = true
+			t.held[id] = h
+			t.present++
+		case !present[id]:
+			if h.present {
+				t.present--
+			}
+			delete(t.held, id)
+		}
+	}
+}
+
+// heldCount is how many claims the tally counts or remembers held.
+func (t *tally) heldCount() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.held)
+}
+
 // setParked replaces the parked counts.
 func (t *tally) setParked(p map[gaugeKey]int64) {
 	t.mu.Lock()
@@ -190,7 +263,10 @@ func (t *tally) setParked(p map[gaugeKey]int64) {
 }
 
 // gauges returns every number to write as of now: the state counts, the
-// held messages (forgetting claims older than heldFor) and the parked.
+// held messages and the parked. A claim counts held until heldFor after
+// it, and after that while the last check found its message still there
+// (heldcheck.go); one past heldFor that no check found is forgotten after
+// lapsedKeep.
 func (t *tally) gauges(now time.Time) map[gaugeKey]int64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -199,9 +275,14 @@ func (t *tally) gauges(now time.Time) map[gaugeKey]int64 {
 		out[k] = n
 	}
 	ms := now.UnixMilli()
+	if t.started == 0 {
+		t.started = ms
+	}
 	for id, h := range t.held {
-		if h.until <= ms {
-			delete(t.held, id)
+		if h.until <= ms && !h.present {
+			if max(h.until, t.started)+t.lapsedKeep.Milliseconds() <= ms {
+				delete(t.held, id)
+			}
 			continue
 		}
 		out[gaugeKey{h.queue, heldAt(int(h.prio))}]++

@@ -57,3 +57,76 @@ func TestTallyFollowsTheLatestWriteOfEachJob(t *testing.T) {
 	tl.setParked(map[gaugeKey]int64{{"q", parkedAt(2)}: 1})
 	want("parked", map[string]int64{"parked_p002": 1})
 }
+
+// Issue 31 item 2: a held claim past the lease deferral is remembered
+// lapsedKeep longer; when a process died holding messages (suspect), the
+// claims past the deferral or about to be are checked, one whose message
+// is still in the ready stream counts held until a check finds it gone,
+// one whose message is gone is forgotten, and a claim replaced since the
+// check is left alone.
+func TestTallyHeldClaimsOfADeadProcess(t *testing.T) {
+	tl := newTally(10 * time.Second)
+	tl.lapsedKeep = 9 * time.Second
+	start := time.UnixMilli(1_800_000_000_000)
+	held := func(at time.Time) *jobstore.RecordStat {
+		return &jobstore.RecordStat{State: ojs.StateActive, Priority: 1, Queue: "q", HeldSince: at.UnixMilli()}
+	}
+	heldAt := func(now time.Time) int64 { return tl.numbers(now, []string{"q"})["q"]["held_p001"] }
+	tl.apply("a", held(start))
+	tl.apply("b", held(start))
+	tl.apply("c", held(start.Add(5*time.Second)))
+	if n := heldAt(start.Add(time.Second)); n != 3 {
+		t.Fatalf("3 claims within the deferral: held %d", n)
+	}
+	// Nothing suspect: nothing to check, and past the deferral no claim
+	// of a and b counts.
+	if got := tl.heldToCheck(start.Add(11*time.Second), false, 2*time.Second); len(got) != 0 {
+		t.Fatalf("checked without a dead process: %v", got)
+	}
+	if n := heldAt(start.Add(11 * time.Second)); n != 1 {
+		t.Fatalf("11 s after: held %d, want 1 (c)", n)
+	}
+	// A process died: a and b (lapsed) and c (lapsing within 2 s of 13 s
+	// after) are checked; a's message is there, b's is gone, and c is
+	// claimed again meanwhile.
+	now := start.Add(13 * time.Second)
+	asked := tl.heldToCheck(now, true, 2*time.Second)
+	if len(asked) != 3 {
+		t.Fatalf("checked %v, want a, b and c", asked)
+	}
+	tl.apply("c", held(now))
+	tl.heldChecked(asked, map[string]bool{"a": true, "c": true})
+	if n := heldAt(now); n != 2 {
+		t.Fatalf("after the check: held %d, want 2 (a found, c's new claim)", n)
+	}
+	if _, ok := tl.held["b"]; ok {
+		t.Fatal("b, whose message is gone, is still remembered")
+	}
+	// a stays held long past lapsedKeep, checked even when nothing is
+	// suspect any more, until its message is gone.
+	later := start.Add(60 * time.Second)
+	if n := heldAt(later); n != 1 {
+		t.Fatalf("a minute after: held %d, want 1 (a)", n)
+	}
+	asked = tl.heldToCheck(later, false, 2*time.Second)
+	if _, ok := asked["a"]; !ok || len(asked) != 1 {
+		t.Fatalf("checked %v, want a alone", asked)
+	}
+	tl.heldChecked(asked, nil)
+	if n := heldAt(later); n != 0 || tl.present != 0 {
+		t.Fatalf("a acked: held %d, %d found present", n, tl.present)
+	}
+	if got := tl.heldToCheck(later, false, 2*time.Second); got != nil {
+		t.Fatalf("nothing suspect nor found: checked %v", got)
+	}
+	// A lapsed claim no check found is forgotten after lapsedKeep.
+	tl.apply("d", held(later))
+	_ = heldAt(later.Add(15 * time.Second))
+	if _, ok := tl.held["d"]; !ok {
+		t.Fatal("d forgotten within lapsedKeep of its deferral")
+	}
+	_ = heldAt(later.Add(20 * time.Second))
+	if _, ok := tl.held["d"]; ok {
+		t.Fatal("d remembered past lapsedKeep")
+	}
+}

@@ -1,0 +1,101 @@
+package jobstore
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetgate/jetgate/jetstream/topology"
+)
+
+// ReadyPresent reports which of subjects (exact ready subjects,
+// topology.ReadySubject) hold a message in the ready stream: for the
+// count keeper, which asks it of the ready messages that claims of a dead
+// process still hold (admission/heldcheck.go). A ready message acked or
+// deleted is gone at once (work-queue retention), so an absent subject
+// means the message is settled.
+//
+// On one server it is one batched direct get per MaxLastPerSubject
+// subjects ({"multi_last": [...]}, ADR-31); an answer cut short by the
+// server's byte limit (ready messages may carry their job) is asked again
+// for the subjects it did not reach. Where direct gets are off
+// (replicas, topology.Ensure) it is one stream info per subject, filtered
+// on it (no body), through the leader, 16 at a time.
+func (s *Store) ReadyPresent(ctx context.Context, subjects []string) (map[string]bool, error) {
+	out := make(map[string]bool, len(subjects))
+	if len(subjects) == 0 {
+		return out, nil
+	}
+	cfg := s.assets.Ready.CachedInfo().Config
+	if !cfg.AllowDirect || cfg.Replicas > 1 {
+		return out, s.readyPresentLeader(ctx, subjects, out)
+	}
+	todo := subjects
+	for len(todo) > 0 {
+		n := min(len(todo), MaxLastPerSubject)
+		chunk := todo[:n]
+		todo = todo[n:]
+		body, err := json.Marshal(struct {
+			MultiLast []string `json:"multi_last"`
+		}{chunk})
+		if err != nil {
+			return nil, err
+		}
+		msgs, left, err := s.directGetUpTo(ctx, topology.ReadyStream, body, n)
+		if err != nil {
+			return nil, fmt.Errorf("find held ready messages: %w", Unavailable(err))
+		}
+		for _, m := range msgs {
+			out[m.Subject] = true
+		}
+		if left == 0 {
+			continue
+		}
+		// Cut short: the subjects not answered are asked again.
+		var again []string
+		for _, subj := range chunk {
+			if !out[subj] {
+				again = append(again, subj)
+			}
+		}
+		if len(msgs) == 0 {
+			return nil, fmt.Errorf("find held ready messages: an answer of none with %d left", left)
+		}
+		todo = append(again, todo...)
+	}
+	return out, nil
+}
+
+// readyPresentLeader is ReadyPresent through the stream leader.
+func (s *Store) readyPresentLeader(ctx context.Context, subjects []string, out map[string]bool) error {
+	var (
+		mu    sync.Mutex
+		first error
+		wg    sync.WaitGroup
+		sem   = make(chan struct{}, 16)
+	)
+	for _, subj := range subjects {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			info, err := s.assets.Ready.Info(ctx, jetstream.WithSubjectFilter(subj))
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				first = cmp.Or(first, fmt.Errorf("find held ready message %s: %w", subj, Unavailable(err)))
+				return
+			}
+			if info.State.Subjects[subj] > 0 {
+				out[subj] = true
+			}
+		}()
+	}
+	wg.Wait()
+	return first
+}
