@@ -53,10 +53,31 @@ func (p *Publisher) Recent(ctx context.Context, q ojs.EventQuery) ([]ojs.Event, 
 		limit = DefaultRecentLimit
 	}
 	limit = min(limit, MaxRecentLimit)
+	var src eventSource
 	if p.cap != nil {
-		return p.cap.recent(ctx, q, limit)
+		ents, err := p.cap.read(ctx)
+		if err != nil {
+			return nil, err
+		}
+		src = newNewest(ents, q, p.skipMalformed)
+	} else {
+		evs, err := p.recentStream(ctx, q, limit)
+		if err != nil {
+			return nil, err
+		}
+		src = &listed{evs: evs}
 	}
-	return p.recentStream(ctx, q, limit)
+	if p.own == nil {
+		return mergeNewest(limit, src), nil
+	}
+	// Read after the capture or the stream, so that the ring is at least
+	// as recent as they are.
+	return mergeNewest(limit, src, newNewest(p.own.snapshot(), q, p.skipMalformed)), nil
+}
+
+// skipMalformed logs a message of the capture that is not an OJS event.
+func (p *Publisher) skipMalformed(subject string, err error) {
+	p.cfg.Logger.Debug("skipping malformed event", "subject", subject, "error", err)
 }
 
 // recentStream reads the tail of the stream, never the whole stream: it

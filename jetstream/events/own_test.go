@@ -1,0 +1,280 @@
+package events
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/jetgate/jetgate/admission/ojs"
+	"github.com/jetgate/jetgate/jetstream/natstest"
+)
+
+// ids returns the subjects of evs, in order.
+func evSubjects(evs []ojs.Event) []string {
+	out := make([]string, len(evs))
+	for i, e := range evs {
+		out[i] = e.Subject
+	}
+	return out
+}
+
+// Issue 32 events: a Publisher lists the events it emitted itself on its
+// first read, even when nobody on NATS heard them (none was sent: the
+// per-job cost of issue 17 holds), newest first.
+func TestOwnEventsListedWithoutListenerOrPriorRead(t *testing.T) {
+	t.Parallel()
+	p, _ := setupCapture(t, Config{OwnEvents: DefaultOwnEvents, Listening: func(string) bool { return false }})
+	job := &ojs.Job{ID: "job-1", Type: "email.send", Queue: "email", State: ojs.StateAvailable}
+	p.PublishJob(TypeJobEnqueued, job, nil)
+	done := *job
+	done.State, done.Attempt, done.Result = ojs.StateCompleted, 1, json.RawMessage(`{"ok":true}`)
+	p.PublishJob(TypeJobCompleted, &done, nil)
+	if st := p.Stats(); st.Published != 0 || st.Unheard != 2 {
+		t.Fatalf("stats = %+v, want nothing published and 2 unheard", st)
+	}
+	evs, err := p.Recent(testCtx(t), ojs.EventQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 2 || evs[0].Type != TypeJobCompleted || evs[1].Type != TypeJobEnqueued || evs[0].Subject != "job-1" {
+		t.Fatalf("first read = %+v, want job.completed then job.enqueued of job-1", evs)
+	}
+	var d struct {
+		Queue  string          `json:"queue"`
+		Result json.RawMessage `json:"result"`
+	}
+	if err := json.Unmarshal(evs[0].Data, &d); err != nil || d.Queue != "email" || string(d.Result) != `{"ok":true}` {
+		t.Fatalf("job.completed data = %s (%v)", evs[0].Data, err)
+	}
+	if evs[0].Source != testSource || evs[0].SpecVersion != SpecVersion || !strings.HasPrefix(evs[0].ID, IDPrefix) {
+		t.Fatalf("envelope = %+v", evs[0])
+	}
+}
+
+// Issue 32 events: the own ring joins the capture of other processes'
+// events. Events of this process are listed once though the capture also
+// received them; the filters and the limit apply to the merged list,
+// which is newest first.
+func TestOwnEventsMergeWithCapture(t *testing.T) {
+	t.Parallel()
+	clock := &fakeClock{t: time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)}
+	s := natstest.RunServer(t)
+	ncA, _ := natstest.Connect(t, s)
+	ncB, _ := natstest.Connect(t, s)
+	a, err := New(ncA, nil, Config{Source: "ojs://jetgate/a", Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.Close)
+	b, err := New(ncB, nil, Config{Source: "ojs://jetgate/b", Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	enq := func(p *Publisher, id, queue string) {
+		clock.Add(time.Millisecond)
+		p.PublishJob(TypeJobEnqueued, &ojs.Job{ID: id, Type: "t." + queue, Queue: queue}, nil)
+	}
+	enq(a, "a1", "q1") // before any read: only a's ring has it
+	enq(b, "b1", "q1") // before any read: nobody on a's process has it
+	got, err := a.Recent(testCtx(t), ojs.EventQuery{})
+	if err != nil || !slices.Equal(evSubjects(got), []string{"a1"}) {
+		t.Fatalf("first read on a = %v, %v; want a's own a1", evSubjects(got), err)
+	}
+	enq(a, "a2", "q2")
+	enq(b, "b2", "q2")
+	enq(a, "a3", "q1")
+	a.PublishJob(TypeJobCompleted, &ojs.Job{ID: "a3", Type: "t.q1", Queue: "q1", Attempt: 1}, nil)
+	waitCaptured(t, a, 4) // a2, b2, a3, a3's completion
+	want := []string{"a3", "a3", "b2", "a2", "a1"}
+	got, err = a.Recent(testCtx(t), ojs.EventQuery{})
+	if err != nil || !slices.Equal(evSubjects(got), want) {
+		t.Fatalf("read on a = %v, %v; want %v (each once, newest first)", evSubjects(got), err, want)
+	}
+	if got[0].Type != TypeJobCompleted {
+		t.Fatalf("newest = %s, want job.completed", got[0].Type)
+	}
+	ids := map[string]bool{}
+	for _, e := range got {
+		if ids[e.ID] {
+			t.Fatalf("event %s listed twice", e.ID)
+		}
+		ids[e.ID] = true
+	}
+	for _, c := range []struct {
+		q    ojs.EventQuery
+		want []string
+	}{
+		{ojs.EventQuery{Queues: []string{"q1"}}, []string{"a3", "a3", "a1"}},
+		{ojs.EventQuery{Types: []string{TypeJobEnqueued}}, []string{"a3", "b2", "a2", "a1"}},
+		{ojs.EventQuery{JobTypes: []string{"t.q2"}}, []string{"b2", "a2"}},
+		{ojs.EventQuery{Limit: 2}, []string{"a3", "a3"}},
+		{ojs.EventQuery{Types: []string{"job.*"}, Limit: 4}, []string{"a3", "a3", "b2", "a2"}},
+		{ojs.EventQuery{Since: got[3].Time.Time}, []string{"a3", "a3", "b2", "a2"}},
+	} {
+		got, err := a.Recent(testCtx(t), c.q)
+		if err != nil || !slices.Equal(evSubjects(got), c.want) {
+			t.Errorf("Recent(%+v) = %v, %v; want %v", c.q, evSubjects(got), err, c.want)
+		}
+	}
+}
+
+// Issue 32 events: the ring keeps the newest OwnEvents events, each at
+// most OwnEventBytes long: a larger one is kept with its result left out,
+// or cut down to its small fields, and says so.
+func TestOwnEventsBounded(t *testing.T) {
+	t.Parallel()
+	p, _ := setupCapture(t, Config{OwnEvents: 5, OwnEventBytes: 1024, Listening: func(string) bool { return false }})
+	for i := range 10 {
+		p.PublishJob(TypeJobEnqueued, &ojs.Job{ID: "j" + string(rune('0'+i)), Type: "t", Queue: "q"}, nil)
+	}
+	if n := p.own.len(); n != 5 {
+		t.Fatalf("ring holds %d events, want 5", n)
+	}
+	big := json.RawMessage(`"` + strings.Repeat("x", 5000) + `"`)
+	p.PublishJob(TypeJobCompleted, &ojs.Job{ID: "big", Type: "t", Queue: "q", Attempt: 1, Result: big}, nil)
+	huge := &ojs.Job{ID: "failed", Type: "t", Queue: "q", Attempt: 2, State: ojs.StateRetryable, Result: big,
+		Error: &ojs.JobError{Code: "boom", Message: strings.Repeat("m", 3000), Backtrace: json.RawMessage(`"` + strings.Repeat("s", 3000) + `"`)}}
+	p.PublishJob(TypeJobFailed, huge, nil)
+	if b := p.own.bytes(); b > 5*1024 {
+		t.Fatalf("ring buffers hold %d bytes, over 5 × 1024", b)
+	}
+	evs, err := p.Recent(testCtx(t), ojs.EventQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"failed", "big", "j9", "j8", "j7"}
+	if !slices.Equal(evSubjects(evs), want) {
+		t.Fatalf("Recent = %v, want %v", evSubjects(evs), want)
+	}
+	var completed struct {
+		Attempt       int             `json:"attempt"`
+		Result        json.RawMessage `json:"result"`
+		ResultOmitted bool            `json:"result_omitted"`
+		ResultBytes   int             `json:"result_bytes"`
+		DataTruncated bool            `json:"data_truncated"`
+	}
+	if err := json.Unmarshal(evs[1].Data, &completed); err != nil || completed.Result != nil || !completed.ResultOmitted ||
+		completed.ResultBytes != len(big) || completed.Attempt != 1 || completed.DataTruncated {
+		t.Fatalf("kept job.completed data = %s (%v), want attempt 1, no result, result_omitted and result_bytes %d", evs[1].Data, err, len(big))
+	}
+	var failed struct {
+		Queue         string `json:"queue"`
+		Attempt       int    `json:"attempt"`
+		DataTruncated bool   `json:"data_truncated"`
+		EventBytes    int    `json:"event_bytes"`
+		Error         struct {
+			Code       string `json:"code"`
+			Message    string `json:"message"`
+			StackTrace string `json:"stack_trace"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(evs[0].Data, &failed); err != nil || !failed.DataTruncated || failed.EventBytes <= 6000 ||
+		failed.Error.Code != "boom" || failed.Error.Message != "" || failed.Error.StackTrace != "" || failed.Attempt != 2 || failed.Queue != "q" {
+		t.Fatalf("kept job.failed data = %s (%v), want its code, attempt and queue, data_truncated and event_bytes", evs[0].Data, err)
+	}
+	if st := p.Stats(); st.Reduced != 2 || st.Dropped != 0 {
+		t.Fatalf("stats = %+v, want 2 reduced, none dropped", st)
+	}
+}
+
+// Issue 32 events: a job.completed whose result makes the event larger
+// than the server's max_payload is published with the result left out
+// (result_omitted, result_bytes) instead of being dropped; a smaller one
+// keeps its result.
+func TestEventBeyondMaxPayloadIsReduced(t *testing.T) {
+	t.Parallel()
+	s := natstest.RunServerOpts(t, func(o *server.Options) { o.MaxPayload = 16 << 10 })
+	nc, _ := natstest.Connect(t, s)
+	p, err := New(nc, nil, Config{Source: testSource, OwnEvents: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := subscribe(t, nc)
+	big := json.RawMessage(`{"blob":"` + strings.Repeat("x", 20<<10) + `"}`)
+	tp := "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+	p.PublishJob(TypeJobCompleted, &ojs.Job{ID: "big", Type: "t", Queue: "q", Attempt: 1, Result: big,
+		Meta: json.RawMessage(`{"traceparent":"` + tp + `"}`)}, nil)
+	p.PublishJob(TypeJobCompleted, &ojs.Job{ID: "small", Type: "t", Queue: "q", Attempt: 1, Result: json.RawMessage(`[1]`)}, nil)
+	m := receive(t, ch)
+	ev, data := decodeEnvelope(t, m.Data)
+	if ev.Subject != "big" || data["result"] != nil || data["result_omitted"] != true || data["result_bytes"] != float64(len(big)) {
+		t.Fatalf("event beyond max_payload: %s", m.Data)
+	}
+	if m.Header.Get("traceparent") != tp {
+		t.Fatalf("reduced event lost its traceparent header: %v", m.Header)
+	}
+	m = receive(t, ch)
+	if ev, data := decodeEnvelope(t, m.Data); ev.Subject != "small" || data["result_omitted"] != nil || data["result"] == nil {
+		t.Fatalf("event within max_payload: %s", m.Data)
+	}
+	if st := p.Stats(); st.Published != 2 || st.Dropped != 0 || st.Reduced != 1 {
+		t.Fatalf("stats = %+v, want 2 published, 1 reduced, none dropped", st)
+	}
+}
+
+// Issue 32 events: with the event stream, an event is listed at once from
+// the own ring, before the stream has stored it, and once after.
+func TestOwnEventsWithStream(t *testing.T) {
+	t.Parallel()
+	p, _ := setup(t, Config{Stream: true})
+	p.PublishJob(TypeJobEnqueued, &ojs.Job{ID: "j1", Type: "t", Queue: "q"}, nil)
+	got, err := p.Recent(testCtx(t), ojs.EventQuery{})
+	if err != nil || !slices.Equal(evSubjects(got), []string{"j1"}) {
+		t.Fatalf("Recent right after publishing = %v, %v", evSubjects(got), err)
+	}
+	// Once the stream has it, it is still listed once.
+	q := ojs.EventQuery{}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		evs, err := p.recentStream(testCtx(t), q, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(evs) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the stream never stored the event")
+		}
+	}
+	got, err = p.Recent(testCtx(t), q)
+	if err != nil || !slices.Equal(evSubjects(got), []string{"j1"}) {
+		t.Fatalf("Recent once stored = %v, %v", evSubjects(got), err)
+	}
+}
+
+// BenchmarkUnheardJobEvents measures a job's three events when nobody on
+// NATS listens (the embedded server's usual case): skipped entirely
+// without the own ring, built and copied into it with (issue 32 events).
+// Neither sends a NATS message.
+//
+//	go test -run '^$' -bench UnheardJobEvents ./jetstream/events
+func BenchmarkUnheardJobEvents(b *testing.B) {
+	s := natstest.RunServer(b)
+	nc, _ := natstest.Connect(b, s)
+	now := ojs.NewTime(time.Now())
+	job := &ojs.Job{ID: "019abcde-f012-7345-8678-9abcdef01234", Type: "email.send", Queue: "email", Attempt: 1, StartedAt: now,
+		CompletedAt: now, WorkerID: "worker-1", Result: json.RawMessage(`{"message_id":"msg_abc123"}`)}
+	for _, c := range []struct {
+		name string
+		own  int
+	}{{"no ring", -1}, {"ring", DefaultOwnEvents}} {
+		p, err := New(nc, nil, Config{Source: testSource, OwnEvents: c.own, Listening: func(string) bool { return false }})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for range b.N {
+				p.PublishJob(TypeJobEnqueued, job, nil)
+				p.PublishJob(TypeJobStarted, job, nil)
+				p.PublishJob(TypeJobCompleted, job, nil)
+			}
+		})
+		p.Close()
+	}
+}
