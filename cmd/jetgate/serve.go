@@ -69,6 +69,7 @@ var serveGroups = []flagGroup{
 	{"Events (GET /ojs/v1/events; events are published on NATS either way)", [][2]string{
 		{"events-stream", ""}, {"events-max-age", "DURATION"}, {"events-max-msgs", "N"}, {"events-max-bytes", "SIZE"},
 		{"events-buffer", "N"}, {"events-buffer-bytes", "SIZE"}, {"events-idle", "DURATION"},
+		{"events-own", "N"}, {"events-own-bytes", "SIZE"},
 	}},
 	{"Tracing (OpenTelemetry; a request's traceparent reaches its jobs' meta either way)", [][2]string{
 		{"otel-traces-endpoint", "URL"}, {"otel-traces-sample-ratio", "RATIO"},
@@ -133,6 +134,8 @@ func newServeFlags(cfg *app.Config) *flag.FlagSet {
 	sizeAtLeast(fs, &cfg.EventsMaxBytes, "events-max-bytes", 64<<20, 1<<10, "With --events-stream: most memory OJS_EVENTS uses, oldest events dropped first.")
 	intAtLeast(fs, &cfg.EventsBuffer, "events-buffer", 10_000, 1, "Without --events-stream: most events the in-memory capture keeps, oldest dropped first.")
 	sizeAtLeast(fs, &cfg.EventsBufferBytes, "events-buffer-bytes", 16<<20, 1<<10, "Without --events-stream: most memory the in-memory capture uses, oldest events dropped first.")
+	intAtLeast(fs, &cfg.EventsOwn, "events-own", 1000, 0, "How many of the events it emitted itself this process keeps in memory for GET /ojs/v1/events, heard on NATS or not, so that a first read lists them (0: none). No NATS message, nothing stored.")
+	sizeAtLeast(fs, &cfg.EventsOwnBytes, "events-own-bytes", 4<<10, 1<<10, "Most memory one of those events takes: a larger one is kept with its result left out (result_omitted) or its data cut down (data_truncated).")
 	durationAtLeast(fs, &cfg.EventsIdle, "events-idle", 10*time.Minute, time.Second, "Without --events-stream: the capture stops, freeing its memory, after this long without a read of GET /ojs/v1/events; the next read starts it again.")
 
 	fs.StringVar(&cfg.TracesEndpoint, "otel-traces-endpoint", "", "OTLP/HTTP endpoint to export spans to (e.g. http://collector:4318/v1/traces): a span per HTTP request, a child of its traceparent; enqueue stamps it into meta.traceparent. Empty: no spans.")
@@ -162,6 +165,9 @@ func parseServe(args []string, lookupEnv func(string) (string, bool)) (app.Confi
 	}
 	if cfg.DefaultGracePeriod == 0 {
 		cfg.DefaultGracePeriod = -1 // "0s": no grace period (app.Config reads 0 as the default)
+	}
+	if cfg.EventsOwn == 0 {
+		cfg.EventsOwn = -1 // "0": keep none (app.Config reads 0 as the default)
 	}
 	return cfg, validateServe(cfg)
 }
