@@ -11,39 +11,127 @@ import (
 // on NATS heard them, so that GET /ojs/v1/events on this process lists
 // them at once, without a stored message, a NATS message or a capture
 // started before (issue 32 events). It is a fixed ring of n slots whose
-// byte buffers are reused: keeping an event is a copy under a lock, with
-// no allocation once the ring has turned. An event holds at most maxBytes
-// bytes (the publisher reduces a larger one before keeping it, see
-// fitted), so the ring never holds more than n × maxBytes bytes of events.
+// buffers are reused, so keeping an event allocates nothing once the ring
+// has turned.
+//
+// An event that was encoded to be published is kept as its bytes, at most
+// maxBytes (the publisher reduces a larger one first, see reduce). A job
+// event nobody heard, the usual case on the embedded server, is kept
+// unencoded (keepJob): its envelope fields and a copy of its job data,
+// encoded only when read. Encoding was most of an event's cost (issue
+// 17), and most kept events are never read. Such an entry holds at most
+// maxBytes/2 of result and a few short strings (lazyFits); its encoding
+// is reduced at read time when it is beyond maxBytes. So the ring holds
+// about n × maxBytes bytes at most (4 MiB by default), a few hundred bytes
+// per event usually.
 type own struct {
 	maxBytes int
 
 	mu    sync.Mutex
-	slots []captured // ring; slots[next] is the oldest once full
+	slots []ownSlot // ring; slots[next] is the oldest once full
 	next  int
 	full  bool
 }
 
+// ownSlot is one kept event: encoded (data) or not (lazy). The pointer
+// fields of jd point into the slot's own fields, never into the caller's
+// job.
+type ownSlot struct {
+	subject string // the NATS subject
+	data    []byte // the encoded event, unless lazy
+	lazy    bool
+	env     envFields
+	jd      jobData
+	result  []byte
+	ints    [4]int // priority, attempt, max_attempts, total_attempts
+	int64s  [2]int64
+	worker  string
+	times   [5]ojs.Time
+}
+
 func newOwn(n, maxBytes int) *own {
-	return &own{maxBytes: maxBytes, slots: make([]captured, n)}
+	return &own{maxBytes: maxBytes, slots: make([]ownSlot, n)}
+}
+
+// slot returns the slot to overwrite, under o.mu.
+func (o *own) slot() *ownSlot {
+	s := &o.slots[o.next]
+	o.next++
+	if o.next == len(o.slots) {
+		o.next, o.full = 0, true
+	}
+	return s
 }
 
 // keep copies one encoded event (at most maxBytes long) into the ring,
 // overwriting the oldest when it is full.
 func (o *own) keep(subject string, b []byte) {
 	o.mu.Lock()
-	s := &o.slots[o.next]
-	s.subject = subject
+	s := o.slot()
+	s.subject, s.lazy = subject, false
 	s.data = append(s.data[:0], b...)
-	o.next++
-	if o.next == len(o.slots) {
-		o.next, o.full = 0, true
-	}
+	s.clearJob()
 	o.mu.Unlock()
 }
 
-// snapshot returns a copy of the kept events, oldest first.
-func (o *own) snapshot() []captured {
+// maxLazyString bounds each string of a job event kept unencoded.
+const maxLazyString = 256
+
+// lazyFits reports whether a job event may be kept unencoded: job data
+// without an error (whose message and stack trace may be long), a result
+// of at most maxBytes/2 and short strings.
+func (o *own) lazyFits(subject string, jd *jobData) bool {
+	return o != nil && jd != nil && jd.Error == nil && jd.LastError == nil && len(jd.Result) <= o.maxBytes/2 &&
+		len(subject) <= maxLazyString && len(jd.JobType) <= maxLazyString && len(jd.Queue) <= maxLazyString &&
+		len(jd.TraceID) <= maxLazyString && (jd.WorkerID == nil || len(*jd.WorkerID) <= maxLazyString)
+}
+
+// keepJob keeps a job event unencoded (lazyFits must hold): its envelope
+// fields and a copy of jd that shares nothing with the caller's job but
+// its strings (immutable).
+func (o *own) keepJob(subject string, env *envFields, jd *jobData) {
+	o.mu.Lock()
+	s := o.slot()
+	s.subject, s.lazy, s.env = subject, true, *env
+	s.data = s.data[:0]
+	s.jd = *jd
+	s.result = append(s.result[:0], jd.Result...)
+	if len(jd.Result) > 0 {
+		s.jd.Result = s.result
+	}
+	copyPtr(&s.jd.Priority, &s.ints[0])
+	copyPtr(&s.jd.Attempt, &s.ints[1])
+	copyPtr(&s.jd.MaxAttempts, &s.ints[2])
+	copyPtr(&s.jd.TotalAttempts, &s.ints[3])
+	copyPtr(&s.jd.DurationMs, &s.int64s[0])
+	copyPtr(&s.jd.TTLMs, &s.int64s[1])
+	copyPtr(&s.jd.WorkerID, &s.worker)
+	copyPtr(&s.jd.NextRetryAt, &s.times[0])
+	copyPtr(&s.jd.ScheduledAt, &s.times[1])
+	copyPtr(&s.jd.VisibleUntil, &s.times[2])
+	copyPtr(&s.jd.CreatedAt, &s.times[3])
+	copyPtr(&s.jd.ExpiredAt, &s.times[4])
+	o.mu.Unlock()
+}
+
+// copyPtr copies *(*p) into dst and points *p at dst, when *p is set.
+func copyPtr[T any](p **T, dst *T) {
+	if *p != nil {
+		*dst = **p
+		*p = dst
+	}
+}
+
+// clearJob drops what a lazy entry referenced (strings of a job).
+func (s *ownSlot) clearJob() {
+	s.env, s.jd, s.worker = envFields{}, jobData{}, ""
+	s.times = [5]ojs.Time{}
+}
+
+// snapshot returns a copy of the kept events, oldest first, encoding the
+// lazy ones (reduced through p when beyond maxBytes; one that does not
+// encode is skipped).
+func (o *own) snapshot(p *Publisher) []captured {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	n := o.next
@@ -51,16 +139,27 @@ func (o *own) snapshot() []captured {
 		n = len(o.slots)
 	}
 	out := make([]captured, 0, n)
-	size := 0
+	var buf []byte // every event's bytes, in few allocations
 	for i := range n {
-		size += len(o.slots[(o.next-n+i+len(o.slots))%len(o.slots)].data)
-	}
-	buf := make([]byte, 0, size) // one allocation for every event's bytes
-	for i := range n {
-		s := o.slots[(o.next-n+i+len(o.slots))%len(o.slots)]
+		s := &o.slots[(o.next-n+i+len(o.slots))%len(o.slots)]
 		start := len(buf)
-		buf = append(buf, s.data...)
-		out = append(out, captured{subject: s.subject, data: buf[start:len(buf):len(buf)]})
+		if !s.lazy {
+			buf = append(buf, s.data...)
+		} else {
+			var err error
+			if buf, err = appendEvent(buf, &s.env, &s.jd, nil); err != nil {
+				buf = buf[:start]
+				p.skipMalformed(s.subject, err)
+				continue
+			}
+			if len(buf)-start > o.maxBytes {
+				r := p.reduce(s.env, &s.jd, nil, len(buf)-start, o.maxBytes)
+				buf = append(buf[:start], r...)
+			}
+		}
+		if len(buf) > start {
+			out = append(out, captured{subject: s.subject, data: buf[start:len(buf):len(buf)]})
+		}
 	}
 	return out
 }
@@ -82,7 +181,7 @@ func (o *own) bytes() int {
 	defer o.mu.Unlock()
 	n := 0
 	for _, s := range o.slots {
-		n += cap(s.data)
+		n += cap(s.data) + cap(s.result)
 	}
 	return n
 }

@@ -75,9 +75,14 @@ func TestOwnEventsMergeWithCapture(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(b.Close)
+	// Each publish reaches the server before the next one: the capture
+	// lists in arrival order, which two connections do not keep.
 	enq := func(p *Publisher, id, queue string) {
 		clock.Add(time.Millisecond)
 		p.PublishJob(TypeJobEnqueued, &ojs.Job{ID: id, Type: "t." + queue, Queue: queue}, nil)
+		if err := p.nc.Flush(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	enq(a, "a1", "q1") // before any read: only a's ring has it
 	enq(b, "b1", "q1") // before any read: nobody on a's process has it
@@ -276,5 +281,47 @@ func BenchmarkUnheardJobEvents(b *testing.B) {
 			}
 		})
 		p.Close()
+	}
+}
+
+// Issue 32 events: a job event kept unencoded (nobody heard it) reads
+// back byte for byte as it would have been published, for every event
+// type and field of the encoding corpus, and shares nothing with the job:
+// a job changed after the event keeps its event as it was.
+func TestOwnLazyEventsEncodeAsPublished(t *testing.T) {
+	t.Parallel()
+	p := testPublisher(testSource)
+	p.own = newOwn(4, DefaultOwnEventBytes)
+	lazy := 0
+	for i, c := range encodeCorpus(t) {
+		if len(c.extra) > 0 {
+			continue
+		}
+		var d jobData
+		p.fillJobData(&d, c.eventType, c.job)
+		env := envFields{id: p.ids.Next(), typ: c.eventType, source: testSource, subject: c.job.ID, at: testNow.Add(time.Duration(i))}
+		want, err := appendEvent(nil, &env, &d, nil)
+		if err != nil || !p.own.lazyFits(c.job.ID, &d) {
+			continue
+		}
+		lazy++
+		p.own.keepJob("ojs.events.x", &env, &d)
+		// Change everything the event was made from.
+		c.job.Priority, c.job.Attempt, c.job.MaxAttempts, c.job.WorkerID = 99, 99, 99, "other"
+		for _, tp := range []*ojs.Time{c.job.ScheduledAt, c.job.NextAttemptAt, c.job.Internal.LeaseUntil, c.job.CreatedAt} {
+			if tp != nil {
+				tp.Time = tp.Add(time.Hour)
+			}
+		}
+		for i := range c.job.Result {
+			c.job.Result[i] = ' '
+		}
+		got := p.own.snapshot(p)
+		if last := got[len(got)-1]; string(last.data) != string(want) {
+			t.Errorf("%s %s: kept\n%s\nwant\n%s", c.eventType, c.name, last.data, want)
+		}
+	}
+	if lazy < 20 {
+		t.Fatalf("only %d events of the corpus were kept unencoded", lazy)
 	}
 }

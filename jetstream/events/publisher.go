@@ -166,8 +166,11 @@ type Publisher struct {
 	js  jetstream.JetStream
 	cfg Config
 	cap *capture // nil with Config.Stream
-	own *own     // nil with Config.OwnEvents -1
-	ids uuidv7.Gen
+	// realClock: Config.Now is time.Now, so an event's id and time come
+	// from one clock read.
+	realClock bool
+	own       *own // nil with Config.OwnEvents -1
+	ids       uuidv7.Gen
 
 	published atomic.Uint64
 	unheard   atomic.Uint64
@@ -194,11 +197,12 @@ func New(nc *nats.Conn, js jetstream.JetStream, cfg Config) (*Publisher, error) 
 	if nc == nil || (js == nil && cfg.Stream) {
 		return nil, errors.New("events: a NATS connection (and with Stream a JetStream context) is required")
 	}
+	realClock := cfg.Now == nil
 	cfg.defaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	p := &Publisher{nc: nc, js: js, cfg: cfg}
+	p := &Publisher{nc: nc, js: js, cfg: cfg, realClock: realClock}
 	if cfg.OwnEvents > 0 {
 		p.own = newOwn(cfg.OwnEvents, cfg.OwnEventBytes)
 	}
@@ -297,7 +301,18 @@ func (p *Publisher) publish(eventType, subject string, jd *jobData, data any, tr
 // when not nil, else jd; jd, when not nil, is also what a reduced event
 // is made from (see reduce).
 func (p *Publisher) send(to string, heard bool, eventType, subject string, jd *jobData, data any, traceparent string) {
-	ev := envFields{id: p.ids.Next(), typ: eventType, source: p.cfg.Source, subject: subject, at: p.cfg.Now()}
+	at := p.cfg.Now()
+	var id uuidv7.UUID
+	if p.realClock {
+		id = p.ids.NextAt(at) // one clock read for both
+	} else {
+		id = p.ids.Next()
+	}
+	ev := envFields{id: id, typ: eventType, source: p.cfg.Source, subject: subject, at: at}
+	if !heard && data == nil && p.own.lazyFits(subject, jd) {
+		p.own.keepJob(to, &ev, jd) // encoded if someone reads it
+		return
+	}
 	// The buffer goes back as soon as PublishMsg returns: nats.go copies
 	// the payload before that (nats.go v1.55.0, nats.go: (*Conn).publish
 	// hands data to nc.bw.appendBufs under nc.mu, and

@@ -172,12 +172,22 @@ func TestOwnEventsCostNoMessage(t *testing.T) {
 	none, cn := run(app.Config{EventsOwn: -1})
 	t.Logf("own events kept, %d jobs: %s", n, kept.String(n))
 	t.Logf("own events not kept, %d jobs: %s", n, none.String(n))
-	if kept.stored[topology.EventStream] != 0 || kept.total() != none.total() {
-		t.Errorf("stored messages: %d with own events, %d without, want the same and no event stored", kept.total(), none.total())
+	// The job's own writes are exact; the background (leases, counts,
+	// statistics, timers) of each process adds a few messages in either.
+	for _, stream := range []string{topology.KVStream(topology.JobsBucket), topology.ReadyStream, topology.EventStream} {
+		if kept.stored[stream] != none.stored[stream] {
+			t.Errorf("%s stored %d messages with own events, %d without", stream, kept.stored[stream], none.stored[stream])
+		}
+	}
+	if kept.stored[topology.EventStream] != 0 {
+		t.Errorf("%d events stored", kept.stored[topology.EventStream])
 	}
 	// An event sent would be 1 message in per event, 3 per job; what is
-	// left is the background (leases, the count keeper) of two processes.
+	// left is the background of two processes.
 	perJob := func(v int64) float64 { return float64(v) / float64(n) }
+	if d := perJob(int64(kept.total())) - perJob(int64(none.total())); d > 0.5 {
+		t.Errorf("stored per job: %.2f with own events, %.2f without", perJob(int64(kept.total())), perJob(int64(none.total())))
+	}
 	if d := perJob(kept.in) - perJob(none.in); d > 0.5 {
 		t.Errorf("messages in per job: %.2f with own events, %.2f without", perJob(kept.in), perJob(none.in))
 	}
