@@ -128,7 +128,7 @@ func newServeFlags(cfg *app.Config) *flag.FlagSet {
 	fs.StringVar(&cfg.QueueOverflow, "queue-overflow", "reject", "What a full queue does with a new job by default: reject (429), block (wait up to OJS-Block-Timeout) or drop_oldest.")
 	durationAtLeast(fs, &cfg.MaxBlockTimeout, "max-block-timeout", 30*time.Second, time.Millisecond, "Longest a producer may wait for room in a full queue with the block strategy, whatever its OJS-Block-Timeout.")
 
-	fs.BoolVar(&cfg.EventsStream, "events-stream", false, "Store every lifecycle event in the stream OJS_EVENTS (memory storage, 3 stored messages per job) and serve GET /ojs/v1/events from it. Off by default: that endpoint then lists only events published after its first read (an in-memory capture that runs while someone reads).")
+	fs.BoolVar(&cfg.EventsStream, "events-stream", false, "Store every lifecycle event in the stream OJS_EVENTS (memory storage, 3 stored messages per job) and serve GET /ojs/v1/events from it. Off by default: that endpoint then lists this process's own last events (--events-own) and other processes' events published after its first read (an in-memory capture that runs while someone reads).")
 	durationAtLeast(fs, &cfg.EventsMaxAge, "events-max-age", 24*time.Hour, time.Second, "With --events-stream: how long OJS_EVENTS keeps an event.")
 	int64AtLeast(fs, &cfg.EventsMaxMsgs, "events-max-msgs", 100_000, 1, "With --events-stream: most events OJS_EVENTS keeps, oldest dropped first.")
 	sizeAtLeast(fs, &cfg.EventsMaxBytes, "events-max-bytes", 64<<20, 1<<10, "With --events-stream: most memory OJS_EVENTS uses, oldest events dropped first.")

@@ -40,8 +40,10 @@ const (
 //
 // With Config.Stream it reads the event stream (recentStream). Without, it
 // reads the capture, and a call that finds the capture stopped starts it
-// and answers what arrived since, usually nothing: events published
-// before it, or while the capture was stopped, are not listed.
+// and answers what arrived since, usually nothing: other processes' events
+// published before it, or while the capture was stopped, are not listed.
+// Either is merged with the Publisher's own events (mergeNewest): newest
+// first, each event once, the filters and the limit applied to the whole.
 func (p *Publisher) Recent(ctx context.Context, q ojs.EventQuery) ([]ojs.Event, error) {
 	if p == nil {
 		return []ojs.Event{}, nil
