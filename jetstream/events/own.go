@@ -2,6 +2,7 @@ package events
 
 import (
 	"encoding/json"
+	"fmt"
 	"sync"
 
 	"github.com/jetgate/jetgate/admission/ojs"
@@ -28,9 +29,8 @@ type own struct {
 	maxBytes int
 
 	mu    sync.Mutex
-	slots []ownSlot // ring; slots[next] is the oldest once full
-	next  int
-	full  bool
+	slots []ownSlot // ring: event number k is in slots[k % len(slots)]
+	seq   uint64    // events kept so far; the next one is number seq
 }
 
 // ownSlot is one kept event: encoded (data) or not (lazy). The pointer
@@ -55,12 +55,14 @@ func newOwn(n, maxBytes int) *own {
 
 // slot returns the slot to overwrite, under o.mu.
 func (o *own) slot() *ownSlot {
-	s := &o.slots[o.next]
-	o.next++
-	if o.next == len(o.slots) {
-		o.next, o.full = 0, true
-	}
+	s := &o.slots[o.seq%uint64(len(o.slots))]
+	o.seq++
 	return s
+}
+
+// oldest is the number of the oldest event the ring holds, under o.mu.
+func (o *own) oldest() uint64 {
+	return o.seq - min(o.seq, uint64(len(o.slots)))
 }
 
 // keep copies one encoded event (at most maxBytes long) into the ring,
@@ -128,50 +130,163 @@ func (s *ownSlot) clearJob() {
 	s.times = [5]ojs.Time{}
 }
 
-// snapshot returns a copy of the kept events, oldest first, encoding the
-// lazy ones (reduced through p when beyond maxBytes; one that does not
-// encode is skipped).
-func (o *own) snapshot(p *Publisher) []captured {
+// ownChunk is how many events a read copies out of the ring at a time.
+const ownChunk = 128
+
+// copyTo copies s into d, pointing d's job data at d's own fields, and
+// its bytes into buf (returned grown; buf has room, so the bytes of the
+// slots copied before stay where they are).
+func (s *ownSlot) copyTo(d *ownSlot, buf []byte) []byte {
+	d.subject, d.lazy = s.subject, s.lazy
+	if !s.lazy {
+		start := len(buf)
+		buf = append(buf, s.data...)
+		d.data = buf[start:len(buf):len(buf)]
+		return buf
+	}
+	d.env, d.jd, d.ints, d.int64s, d.worker, d.times = s.env, s.jd, s.ints, s.int64s, s.worker, s.times
+	start := len(buf)
+	buf = append(buf, s.result...)
+	d.result = buf[start:len(buf):len(buf)]
+	if len(s.jd.Result) > 0 {
+		d.jd.Result = d.result
+	}
+	repoint(&d.jd.Priority, &d.ints[0])
+	repoint(&d.jd.Attempt, &d.ints[1])
+	repoint(&d.jd.MaxAttempts, &d.ints[2])
+	repoint(&d.jd.TotalAttempts, &d.ints[3])
+	repoint(&d.jd.DurationMs, &d.int64s[0])
+	repoint(&d.jd.TTLMs, &d.int64s[1])
+	repoint(&d.jd.WorkerID, &d.worker)
+	repoint(&d.jd.NextRetryAt, &d.times[0])
+	repoint(&d.jd.ScheduledAt, &d.times[1])
+	repoint(&d.jd.VisibleUntil, &d.times[2])
+	repoint(&d.jd.CreatedAt, &d.times[3])
+	repoint(&d.jd.ExpiredAt, &d.times[4])
+	return buf
+}
+
+// repoint points *p at dst, when *p is set (dst holds the value already).
+func repoint[T any](p **T, dst *T) {
+	if *p != nil {
+		*p = dst
+	}
+}
+
+// encoded returns the slot's event as bytes: its own, or its encoding
+// (reduced through p when beyond maxBytes), appended to b.
+func (s *ownSlot) encoded(b []byte, p *Publisher, maxBytes int) ([]byte, error) {
+	if !s.lazy {
+		return s.data, nil
+	}
+	b, err := appendEvent(b[:0], &s.env, &s.jd, nil)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxBytes {
+		if r := p.reduce(s.env, &s.jd, nil, len(b), maxBytes); r != nil {
+			return r, nil
+		}
+		return nil, fmt.Errorf("events: a kept event of %d bytes does not fit %d even reduced", len(b), maxBytes)
+	}
+	return b, nil
+}
+
+// ownSource yields the events the ring held when it was made, newest
+// first, that pass q. It copies them out of the ring ownChunk at a time,
+// as the reader asks for more, holding the ring's lock only for those
+// copies (so a read neither holds up the events being emitted nor copies
+// a thousand events to list a hundred), and encodes and decodes an entry
+// only when its subject passes the type filters. Events overwritten since
+// it was made end it.
+type ownSource struct {
+	o        *own
+	p        *Publisher
+	top      uint64 // number of the next event to copy, plus one (0: none left)
+	chunk    []ownSlot
+	ci       int
+	buf      []byte // the chunk's bytes
+	enc      []byte // an encoding, reused
+	filters  []string
+	q        ojs.EventQuery
+	maxBytes int
+}
+
+func (o *own) source(p *Publisher, q ojs.EventQuery) *ownSource {
+	o.mu.Lock()
+	top := o.seq
+	o.mu.Unlock()
+	return &ownSource{o: o, p: p, top: top, filters: filterSubjects(q.Types), q: q, maxBytes: o.maxBytes}
+}
+
+// fill copies the next chunk of events, newest first; false when none is
+// left.
+func (s *ownSource) fill() bool {
+	o := s.o
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	n := o.next
-	if o.full {
-		n = len(o.slots)
+	low := o.oldest()
+	if s.top <= low {
+		s.top = 0
+		return false
 	}
-	out := make([]captured, 0, n)
-	var buf []byte // every event's bytes, in few allocations
-	for i := range n {
-		s := &o.slots[(o.next-n+i+len(o.slots))%len(o.slots)]
-		start := len(buf)
-		if !s.lazy {
-			buf = append(buf, s.data...)
-		} else {
-			var err error
-			if buf, err = appendEvent(buf, &s.env, &s.jd, nil); err != nil {
-				buf = buf[:start]
-				p.skipMalformed(s.subject, err)
-				continue
-			}
-			if len(buf)-start > o.maxBytes {
-				r := p.reduce(s.env, &s.jd, nil, len(buf)-start, o.maxBytes)
-				buf = append(buf[:start], r...)
+	from := max(low, s.top-min(s.top, ownChunk))
+	n := int(s.top - from)
+	size := 0
+	for k := from; k < s.top; k++ {
+		sl := &o.slots[k%uint64(len(o.slots))]
+		size += len(sl.data) + len(sl.result)
+	}
+	if cap(s.buf) < size {
+		s.buf = make([]byte, 0, size)
+	}
+	buf := s.buf[:0]
+	if cap(s.chunk) < n {
+		s.chunk = make([]ownSlot, n)
+	}
+	s.chunk = s.chunk[:n]
+	for j := range n {
+		buf = o.slots[(s.top-1-uint64(j))%uint64(len(o.slots))].copyTo(&s.chunk[j], buf)
+	}
+	s.top, s.ci = from, 0
+	return true
+}
+
+func (s *ownSource) next() (ojs.Event, bool) {
+	for {
+		if s.ci == len(s.chunk) {
+			if s.top == 0 || !s.fill() {
+				return ojs.Event{}, false
 			}
 		}
-		if len(buf) > start {
-			out = append(out, captured{subject: s.subject, data: buf[start:len(buf):len(buf)]})
+		e := &s.chunk[s.ci]
+		s.ci++
+		if len(s.filters) > 0 && !matchesAny(s.filters, e.subject) {
+			continue
+		}
+		b, err := e.encoded(s.enc, s.p, s.maxBytes)
+		if e.lazy && err == nil {
+			s.enc = b[:0] // reused: Unmarshal copies what ojs.Event keeps
+		}
+		var ev ojs.Event
+		if err == nil {
+			err = json.Unmarshal(b, &ev)
+		}
+		if err != nil || ev.Type == "" || ev.SpecVersion == "" {
+			s.p.skipMalformed(e.subject, err)
+			continue
+		}
+		if s.q.Match(ev) {
+			return ev, true
 		}
 	}
-	return out
 }
 
 // len returns how many events the ring holds (for tests).
 func (o *own) len() int {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.full {
-		return len(o.slots)
-	}
-	return o.next
+	return int(o.seq - o.oldest())
 }
 
 // bytes returns the capacity of the ring's buffers, the memory it holds

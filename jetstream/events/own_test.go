@@ -3,6 +3,7 @@ package events
 import (
 	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -316,12 +317,109 @@ func TestOwnLazyEventsEncodeAsPublished(t *testing.T) {
 		for i := range c.job.Result {
 			c.job.Result[i] = ' '
 		}
-		got := p.own.snapshot(p)
-		if last := got[len(got)-1]; string(last.data) != string(want) {
-			t.Errorf("%s %s: kept\n%s\nwant\n%s", c.eventType, c.name, last.data, want)
+		src := p.own.source(p, ojs.EventQuery{})
+		if !src.fill() {
+			t.Fatal("nothing kept")
+		}
+		last, err := src.chunk[0].encoded(nil, p, p.own.maxBytes)
+		if err != nil || string(last) != string(want) {
+			t.Errorf("%s %s: kept\n%s (%v)\nwant\n%s", c.eventType, c.name, last, err, want)
 		}
 	}
 	if lazy < 20 {
 		t.Fatalf("only %d events of the corpus were kept unencoded", lazy)
 	}
+}
+
+// BenchmarkOwnRead measures what a read costs the ring: a copy of its
+// newest ownChunk events under its lock (copy), and a read of the
+// default 100 newest of its 1000, encoded and decoded outside the lock
+// (read 100).
+//
+//	go test -run '^$' -bench OwnRead ./jetstream/events
+func BenchmarkOwnRead(b *testing.B) {
+	p := testPublisher(testSource)
+	p.own = newOwn(DefaultOwnEvents, DefaultOwnEventBytes)
+	now := ojs.NewTime(time.Now())
+	job := &ojs.Job{ID: "019abcde-f012-7345-8678-9abcdef01234", Type: "email.send", Queue: "email", Attempt: 1, StartedAt: now,
+		CompletedAt: now, WorkerID: "worker-1", Result: json.RawMessage(`{"message_id":"msg_abc123"}`)}
+	for i := range DefaultOwnEvents {
+		var d jobData
+		typ := []string{TypeJobEnqueued, TypeJobStarted, TypeJobCompleted}[i%3]
+		p.fillJobData(&d, typ, job)
+		p.own.keepJob("ojs.events."+typ, &envFields{id: p.ids.Next(), typ: typ, source: testSource, subject: job.ID, at: time.Now()}, &d)
+	}
+	b.Run("copy", func(b *testing.B) {
+		b.ReportAllocs()
+		src := p.own.source(p, ojs.EventQuery{})
+		for range b.N {
+			src.top = uint64(DefaultOwnEvents)
+			if !src.fill() || len(src.chunk) != ownChunk {
+				b.Fatalf("%d events", len(src.chunk))
+			}
+		}
+	})
+	b.Run("read 100", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			if got := mergeNewest(DefaultRecentLimit, p.own.source(p, ojs.EventQuery{})); len(got) != DefaultRecentLimit {
+				b.Fatalf("%d events", len(got))
+			}
+		}
+	})
+}
+
+// Issue 32 events: a read of more events than one copy out of the ring
+// holds lists them all, newest first, each once; a read whose next events
+// were overwritten meanwhile ends there instead of listing newer ones out
+// of order; reads while events are being kept are safe (-race).
+func TestOwnEventsReadAcrossChunks(t *testing.T) {
+	t.Parallel()
+	clock := &fakeClock{t: time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)}
+	p, _ := setupCapture(t, Config{OwnEvents: 300, Now: clock.Now, Listening: func(string) bool { return false }})
+	publish := func(from, to int) {
+		for i := from; i < to; i++ {
+			clock.Add(time.Millisecond)
+			p.PublishJob(TypeJobEnqueued, &ojs.Job{ID: strconv.Itoa(i), Type: "t", Queue: "q"}, nil)
+		}
+	}
+	publish(0, 400)
+	got, err := p.Recent(testCtx(t), ojs.EventQuery{Limit: 1000})
+	if err != nil || len(got) != 300 {
+		t.Fatalf("Recent = %d events, %v; want the 300 kept", len(got), err)
+	}
+	for i, e := range got {
+		if want := strconv.Itoa(399 - i); e.Subject != want {
+			t.Fatalf("event %d is %s, want %s", i, e.Subject, want)
+		}
+	}
+
+	src := p.own.source(p, ojs.EventQuery{})
+	var seen []string
+	for range ownChunk {
+		ev, ok := src.next()
+		if !ok {
+			t.Fatal("the first chunk ended early")
+		}
+		seen = append(seen, ev.Subject)
+	}
+	publish(400, 700) // overwrites every event the read has not reached
+	if ev, ok := src.next(); ok {
+		t.Fatalf("after its events were overwritten the read goes on with %s", ev.Subject)
+	}
+	if seen[0] != "399" || seen[len(seen)-1] != strconv.Itoa(400-ownChunk) {
+		t.Fatalf("first chunk = %s..%s", seen[0], seen[len(seen)-1])
+	}
+
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		publish(700, 1500)
+	}()
+	for range 20 {
+		if _, err := p.Recent(testCtx(t), ojs.EventQuery{Limit: 1000}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-done
 }

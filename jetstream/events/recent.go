@@ -74,7 +74,7 @@ func (p *Publisher) Recent(ctx context.Context, q ojs.EventQuery) ([]ojs.Event, 
 	}
 	// Read after the capture or the stream, so that the ring is at least
 	// as recent as they are.
-	return mergeNewest(limit, src, newNewest(p.own.snapshot(p), q, p.skipMalformed)), nil
+	return mergeNewest(limit, src, p.own.source(p, q)), nil
 }
 
 // skipMalformed logs a message of the capture that is not an OJS event.
