@@ -185,8 +185,9 @@ type Stats struct {
 	Published uint64 // handed to the NATS connection
 	Unheard   uint64 // not published: no subscriber (Config.Listening)
 	Dropped   uint64 // not published: encoding or connection failure
-	// Reduced counts copies of events published or kept with their result left out
-	// or their data cut down, to fit NATS max_payload or OwnEventBytes.
+	// Reduced counts copies of events published or kept with their
+	// result left out or their data cut down, to fit NATS max_payload or
+	// OwnEventBytes.
 	Reduced uint64
 }
 
@@ -330,10 +331,14 @@ func (p *Publisher) send(to string, heard bool, eventType, subject string, jd *j
 	if p.own != nil {
 		kept := b
 		if len(b) > p.own.maxBytes {
-			kept = p.reduce(ev, jd, data, len(b), p.own.maxBytes)
+			if kept = p.reduce(ev, jd, data, len(b), p.own.maxBytes); kept != nil {
+				p.reduced.Add(1)
+			}
 		}
 		if kept != nil {
 			p.own.keep(to, kept)
+		} else {
+			p.cfg.Logger.Debug("event not kept: too large even reduced", "type", eventType, "subject", subject, "bytes", len(b))
 		}
 	}
 	if !heard {
@@ -350,6 +355,7 @@ func (p *Publisher) send(to string, heard bool, eventType, subject string, jd *j
 			p.drop(eventType, subject, "reduce to max_payload", fmt.Errorf("%d bytes, max_payload leaves %d", len(b), limit))
 			return
 		}
+		p.reduced.Add(1)
 	}
 	if err := p.nc.PublishMsg(msg); err != nil { // copies msg.Data (the pooled buffer)
 		p.drop(eventType, subject, "publish", err)

@@ -48,15 +48,15 @@ const maxKeptString = 256
 //     events.
 //
 // The envelope (id, type, source, time, subject) is the same in every
-// form, so a reader sees one event whichever copy it gets. Reduced events
-// are counted in Stats.Reduced; this path allocates, it is rare.
+// form, so a reader sees one event whichever copy it gets. send counts
+// the copies it publishes or keeps reduced in Stats.Reduced; this path
+// allocates, it is rare.
 func (p *Publisher) reduce(e envFields, jd *jobData, data any, full, limit int) []byte {
 	try := func(jd *jobData, data any) []byte {
 		b, err := appendEvent(nil, &e, jd, data)
 		if err != nil || len(b) > limit {
 			return nil
 		}
-		p.reduced.Add(1)
 		return b
 	}
 	if jd != nil && len(jd.Result) > 0 {
