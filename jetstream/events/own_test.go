@@ -2,6 +2,7 @@ package events
 
 import (
 	"encoding/json"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -422,4 +423,46 @@ func TestOwnEventsReadAcrossChunks(t *testing.T) {
 		}
 	}
 	<-done
+}
+
+// Issue 32 events: a job event kept unencoded shares no pointer with the
+// job data it was made from, for every pointer and slice field of jobData
+// (a field added later must be copied by keepJob and copyTo too, or this
+// fails), nor does a read's copy share one with the ring.
+func TestOwnLazyEventsShareNothing(t *testing.T) {
+	t.Parallel()
+	var src jobData
+	v := reflect.ValueOf(&src).Elem()
+	for i := range v.NumField() {
+		f := v.Field(i)
+		switch {
+		case f.Kind() == reflect.Pointer && f.Type() != reflect.TypeFor[*errorData](): // errors are never kept unencoded
+			f.Set(reflect.New(f.Type().Elem()))
+		case f.Kind() == reflect.Slice:
+			f.Set(reflect.ValueOf(json.RawMessage(`[1]`)).Convert(f.Type()))
+		}
+	}
+	o := newOwn(2, DefaultOwnEventBytes)
+	if !o.lazyFits("j", &src) {
+		t.Fatal("the job data does not fit unencoded")
+	}
+	o.keepJob("ojs.events.x", &envFields{}, &src)
+	p := testPublisher(testSource)
+	s := o.source(p, ojs.EventQuery{})
+	if !s.fill() {
+		t.Fatal("nothing kept")
+	}
+	kept, read := reflect.ValueOf(o.slots[0].jd), reflect.ValueOf(s.chunk[0].jd)
+	for i := range v.NumField() {
+		name, f := v.Type().Field(i).Name, v.Field(i)
+		if f.Kind() != reflect.Pointer && f.Kind() != reflect.Slice || f.IsNil() {
+			continue
+		}
+		if kept.Field(i).IsNil() || kept.Field(i).Pointer() == f.Pointer() {
+			t.Errorf("the kept event's %s is lost or shared with the job data", name)
+		}
+		if read.Field(i).IsNil() || read.Field(i).Pointer() == kept.Field(i).Pointer() {
+			t.Errorf("the read's copy of %s is lost or shared with the ring", name)
+		}
+	}
 }
