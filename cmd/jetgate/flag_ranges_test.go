@@ -43,6 +43,9 @@ var serveRanges = []struct {
 	{"events-buffer", []string{"0", "-1"}, "1", func(c app.Config) any { return c.EventsBuffer }, 1, "must be at least 1"},
 	{"events-buffer-bytes", []string{"0", "1KB", "-1"}, "1KiB", func(c app.Config) any { return c.EventsBufferBytes }, int64(1024), "must be at least 1KiB"},
 	{"events-idle", []string{"0s", "-10m"}, "1s", func(c app.Config) any { return c.EventsIdle }, time.Second, "must be at least 1s"},
+	// Issue 32 events: 0 keeps none of a process's own events, which app.Config spells -1.
+	{"events-own", []string{"-1"}, "0", func(c app.Config) any { return c.EventsOwn }, -1, "must be at least 0"},
+	{"events-own-bytes", []string{"0", "1000", "-1"}, "1KiB", func(c app.Config) any { return c.EventsOwnBytes }, int64(1024), "must be at least 1KiB"},
 	{"otel-traces-sample-ratio", []string{"-0.1", "1.01", "NaN", "Inf"}, "0", func(c app.Config) any { return c.TracesSampleRatio }, 0.0, "must be 0..1"},
 }
 

@@ -213,6 +213,8 @@ func TestParseServeDefaults(t *testing.T) {
 		// Issue 17: no event stream by default.
 		EventsStream: false, EventsMaxAge: 24 * time.Hour, EventsMaxMsgs: 100_000, EventsMaxBytes: 64 << 20,
 		EventsBuffer: 10_000, EventsBufferBytes: 16 << 20, EventsIdle: 10 * time.Minute,
+		// Issue 32 events: each process keeps its own last 1000 events.
+		EventsOwn: 1000, EventsOwnBytes: 4 << 10,
 		TracesSampleRatio: 1,
 		// Issue 19: the NATS API is on by default, under ojs.v1.
 		NoNatsAPI: false, NatsAPIPrefix: "ojs.v1",

@@ -69,6 +69,7 @@ var serveGroups = []flagGroup{
 	{"Events (GET /ojs/v1/events; events are published on NATS either way)", [][2]string{
 		{"events-stream", ""}, {"events-max-age", "DURATION"}, {"events-max-msgs", "N"}, {"events-max-bytes", "SIZE"},
 		{"events-buffer", "N"}, {"events-buffer-bytes", "SIZE"}, {"events-idle", "DURATION"},
+		{"events-own", "N"}, {"events-own-bytes", "SIZE"},
 	}},
 	{"Tracing (OpenTelemetry; a request's traceparent reaches its jobs' meta either way)", [][2]string{
 		{"otel-traces-endpoint", "URL"}, {"otel-traces-sample-ratio", "RATIO"},
@@ -127,12 +128,14 @@ func newServeFlags(cfg *app.Config) *flag.FlagSet {
 	fs.StringVar(&cfg.QueueOverflow, "queue-overflow", "reject", "What a full queue does with a new job by default: reject (429), block (wait up to OJS-Block-Timeout) or drop_oldest.")
 	durationAtLeast(fs, &cfg.MaxBlockTimeout, "max-block-timeout", 30*time.Second, time.Millisecond, "Longest a producer may wait for room in a full queue with the block strategy, whatever its OJS-Block-Timeout.")
 
-	fs.BoolVar(&cfg.EventsStream, "events-stream", false, "Store every lifecycle event in the stream OJS_EVENTS (memory storage, 3 stored messages per job) and serve GET /ojs/v1/events from it. Off by default: that endpoint then lists only events published after its first read (an in-memory capture that runs while someone reads).")
+	fs.BoolVar(&cfg.EventsStream, "events-stream", false, "Store every lifecycle event in the stream OJS_EVENTS (memory storage, 3 stored messages per job) and serve GET /ojs/v1/events from it. Off by default: that endpoint then lists this process's own last events (--events-own) and other processes' events published after its first read (an in-memory capture that runs while someone reads).")
 	durationAtLeast(fs, &cfg.EventsMaxAge, "events-max-age", 24*time.Hour, time.Second, "With --events-stream: how long OJS_EVENTS keeps an event.")
 	int64AtLeast(fs, &cfg.EventsMaxMsgs, "events-max-msgs", 100_000, 1, "With --events-stream: most events OJS_EVENTS keeps, oldest dropped first.")
 	sizeAtLeast(fs, &cfg.EventsMaxBytes, "events-max-bytes", 64<<20, 1<<10, "With --events-stream: most memory OJS_EVENTS uses, oldest events dropped first.")
 	intAtLeast(fs, &cfg.EventsBuffer, "events-buffer", 10_000, 1, "Without --events-stream: most events the in-memory capture keeps, oldest dropped first.")
 	sizeAtLeast(fs, &cfg.EventsBufferBytes, "events-buffer-bytes", 16<<20, 1<<10, "Without --events-stream: most memory the in-memory capture uses, oldest events dropped first.")
+	intAtLeast(fs, &cfg.EventsOwn, "events-own", 1000, 0, "How many of the events it emitted itself this process keeps in memory for GET /ojs/v1/events, heard on NATS or not, so that a first read lists them (0: none). No NATS message, nothing stored.")
+	sizeAtLeast(fs, &cfg.EventsOwnBytes, "events-own-bytes", 4<<10, 1<<10, "Most memory one of those events takes: a larger one is kept with its result left out (result_omitted) or its data cut down (data_truncated).")
 	durationAtLeast(fs, &cfg.EventsIdle, "events-idle", 10*time.Minute, time.Second, "Without --events-stream: the capture stops, freeing its memory, after this long without a read of GET /ojs/v1/events; the next read starts it again.")
 
 	fs.StringVar(&cfg.TracesEndpoint, "otel-traces-endpoint", "", "OTLP/HTTP endpoint to export spans to (e.g. http://collector:4318/v1/traces): a span per HTTP request, a child of its traceparent; enqueue stamps it into meta.traceparent. Empty: no spans.")
@@ -162,6 +165,9 @@ func parseServe(args []string, lookupEnv func(string) (string, bool)) (app.Confi
 	}
 	if cfg.DefaultGracePeriod == 0 {
 		cfg.DefaultGracePeriod = -1 // "0s": no grace period (app.Config reads 0 as the default)
+	}
+	if cfg.EventsOwn == 0 {
+		cfg.EventsOwn = -1 // "0": keep none (app.Config reads 0 as the default)
 	}
 	return cfg, validateServe(cfg)
 }

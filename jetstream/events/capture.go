@@ -2,7 +2,6 @@ package events
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/jetgate/jetgate/admission/ojs"
 	"github.com/jetgate/jetgate/jetstream/topology"
 )
 
@@ -77,33 +75,6 @@ func (r *ring) push(e captured, maxEvents int, maxBytes int64) {
 		r.ents = r.ents[1:]
 		r.dropped++
 	}
-}
-
-// recent serves Recent from the capture, starting it if it is stopped.
-// A read that starts it answers only what arrived since the subscription
-// was registered, so usually nothing.
-func (c *capture) recent(ctx context.Context, q ojs.EventQuery, limit int) ([]ojs.Event, error) {
-	ents, err := c.read(ctx)
-	if err != nil {
-		return nil, err
-	}
-	filters := filterSubjects(q.Types)
-	out := make([]ojs.Event, 0, min(limit, len(ents)))
-	for i := len(ents) - 1; i >= 0 && len(out) < limit; i-- {
-		e := ents[i]
-		if len(filters) > 0 && !slices.ContainsFunc(filters, func(f string) bool { return subjectMatches(f, e.subject) }) {
-			continue
-		}
-		var ev ojs.Event
-		if err := json.Unmarshal(e.data, &ev); err != nil || ev.Type == "" || ev.SpecVersion == "" {
-			c.log.Debug("skipping malformed event", "subject", e.subject, "error", err)
-			continue
-		}
-		if q.Match(ev) {
-			out = append(out, ev)
-		}
-	}
-	return out, nil
 }
 
 // subjectMatches matches a subject against a filter of filterSubjects: a

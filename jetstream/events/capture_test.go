@@ -19,10 +19,14 @@ import (
 )
 
 // setupCapture is setup without the event stream (the default), and
-// closes the publisher at the end of the test.
+// closes the publisher at the end of the test. The own ring is off unless
+// cfg sets it: these tests observe the capture alone.
 func setupCapture(t *testing.T, cfg Config) (*Publisher, bundle) {
 	t.Helper()
 	cfg.Stream = false
+	if cfg.OwnEvents == 0 {
+		cfg.OwnEvents = -1
+	}
 	p, b := setup(t, cfg)
 	t.Cleanup(p.Close)
 	return p, b

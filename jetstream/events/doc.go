@@ -19,11 +19,28 @@
 // # Events nobody hears
 //
 // Config.Listening, when set, is asked before an event is built whether a
-// message on its subject would reach anyone; when not, the event is
-// skipped and counted in Stats.Unheard. jetgate sets it only with its
+// message on its subject would reach anyone; when not, the event is not
+// published (only kept in the own ring, below) and counted in
+// Stats.Unheard. jetgate sets it only with its
 // embedded server, whose subscription list answers exactly (one server,
 // one client account, no gateways); every subscriber, stream and capture
 // still gets every event.
+//
+// # Its own events
+//
+// Every Publisher keeps the last Config.OwnEvents events it emitted (1000
+// by default), heard on NATS or not, each at most Config.OwnEventBytes (4
+// KiB), in a ring of reused buffers (own.go). Recent merges them with the
+// capture or the stream below, so that a process lists its own events
+// from its first read (issue 32 events) without a NATS message or a stored
+// one. A job event nobody heard is kept unencoded and encoded when read.
+//
+// # Large events
+//
+// An event beyond the connection's max_payload, or beyond OwnEventBytes
+// for the ring's copy, is reduced rather than lost (reduce.go): without
+// its result (result_omitted, result_bytes), else with only its small
+// fields (data_truncated, event_bytes). Stats.Reduced counts such copies.
 //
 // # Storage: none by default
 //
@@ -36,7 +53,8 @@
 // events and 16 MiB by default, oldest dropped first). The capture runs
 // only while someone reads: the first Recent subscribes, waits until the
 // server has registered the subscription, and answers what arrived since
-// (usually nothing); after Config.BufferIdle (10 min) without a Recent it
+// (usually nothing, besides this Publisher's own events); after
+// Config.BufferIdle (10 min) without a Recent it
 // unsubscribes and frees the buffer. So a read lists only events
 // published after the first read of the current run of the capture, on
 // this process: events before it, or while it was stopped, and events of

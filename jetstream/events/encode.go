@@ -84,6 +84,12 @@ func (d *jobData) appendJSON(b []byte) ([]byte, error) {
 			return nil, err
 		}
 	}
+	if d.ResultOmitted {
+		b = append(b, `,"result_omitted":true`...)
+	}
+	if d.ResultBytes != 0 {
+		b = strconv.AppendInt(append(b, `,"result_bytes":`...), int64(d.ResultBytes), 10)
+	}
 	if d.Error != nil {
 		b = d.Error.appendJSON(append(b, `,"error":`...))
 	}
@@ -100,6 +106,12 @@ func (d *jobData) appendJSON(b []byte) ([]byte, error) {
 	}
 	if d.TraceID != "" {
 		b = ojs.AppendString(append(b, `,"trace_id":`...), d.TraceID)
+	}
+	if d.DataTruncated {
+		b = append(b, `,"data_truncated":true`...)
+	}
+	if d.EventBytes != 0 {
+		b = strconv.AppendInt(append(b, `,"event_bytes":`...), int64(d.EventBytes), 10)
 	}
 	return append(b, '}'), nil
 }

@@ -512,3 +512,19 @@ func FuzzEventEncoding(f *testing.F) {
 		checkSame(t, eventType, got, want, gotErr, wantErr)
 	})
 }
+
+// Issue 32 events: the fields of a reduced job event (result_omitted,
+// result_bytes, data_truncated, event_bytes) encode as json.Marshal
+// writes them, set or not.
+func TestEncodeReducedFieldsMatchReflection(t *testing.T) {
+	t.Parallel()
+	for _, d := range []jobData{
+		{JobType: "t", Queue: "q", ResultOmitted: true, ResultBytes: 12345},
+		{JobType: "t", Queue: "q", Attempt: ptr(2), Error: &errorData{Code: "boom"}, DataTruncated: true, EventBytes: 99999},
+		{JobType: "t", Queue: "q", ResultOmitted: true, ResultBytes: 7, TraceID: "x", DataTruncated: true, EventBytes: 1},
+	} {
+		want, wantErr := referenceEnvelope(testEventID, TypeJobCompleted, testSource, "job-1", testNow, &d)
+		got, gotErr := appendEnvelope(nil, &testEventID, TypeJobCompleted, testSource, "job-1", testNow, &d, nil)
+		checkSame(t, "reduced", got, want, gotErr, wantErr)
+	}
+}

@@ -34,6 +34,12 @@ const (
 	DefaultBufferBytes  = 16 << 20
 	DefaultBufferIdle   = 10 * time.Minute
 
+	// DefaultOwnEvents and DefaultOwnEventBytes bound the ring of the
+	// events a Publisher emitted itself: at most 1000 events of at most
+	// 4 KiB each, so at most 4 MiB (a job event is 300-600 bytes).
+	DefaultOwnEvents     = 1000
+	DefaultOwnEventBytes = 4 << 10
+
 	// defaultTimeout bounds Ensure and Recent when ctx has no deadline.
 	defaultTimeout = 5 * time.Second
 )
@@ -67,6 +73,16 @@ type Config struct {
 	// came for that long (default 10 min).
 	BufferIdle time.Duration
 
+	// OwnEvents is how many of the events it emitted itself a Publisher
+	// keeps for Recent, heard on NATS or not (default 1000; -1 keeps
+	// none). OwnEventBytes bounds each (default 4 KiB, at least 1 KiB): a
+	// larger event is kept with its result left out (result_omitted) or
+	// its data cut down (data_truncated), as on NATS beyond max_payload.
+	// Keeping an event sends and stores nothing: it is a copy into a ring
+	// of reused buffers.
+	OwnEvents     int
+	OwnEventBytes int
+
 	// Logger receives publish failures and the capture's start and stop at
 	// debug level, and Ensure's warning about a leftover event stream
 	// (default: discard).
@@ -94,6 +110,8 @@ func (c *Config) defaults() {
 	c.BufferEvents = cmp.Or(c.BufferEvents, DefaultBufferEvents)
 	c.BufferBytes = cmp.Or(c.BufferBytes, DefaultBufferBytes)
 	c.BufferIdle = cmp.Or(c.BufferIdle, DefaultBufferIdle)
+	c.OwnEvents = cmp.Or(c.OwnEvents, DefaultOwnEvents)
+	c.OwnEventBytes = cmp.Or(c.OwnEventBytes, DefaultOwnEventBytes)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -122,6 +140,9 @@ func (c *Config) validate() error {
 	if c.BufferEvents < 1 || c.BufferBytes < 1024 {
 		return fmt.Errorf("events: the buffer must hold at least 1 event and 1024 bytes, got %d events, %d bytes", c.BufferEvents, c.BufferBytes)
 	}
+	if c.OwnEvents < -1 || c.OwnEventBytes < 1024 {
+		return fmt.Errorf("events: own events must be -1 (none) or positive and own event bytes at least 1024, got %d events, %d bytes", c.OwnEvents, c.OwnEventBytes)
+	}
 	if c.BufferIdle < 0 {
 		return fmt.Errorf("events: buffer idle must not be negative, got %s", c.BufferIdle)
 	}
@@ -145,11 +166,16 @@ type Publisher struct {
 	js  jetstream.JetStream
 	cfg Config
 	cap *capture // nil with Config.Stream
-	ids uuidv7.Gen
+	// realClock: Config.Now is time.Now, so an event's id and time come
+	// from one clock read.
+	realClock bool
+	own       *own // nil with Config.OwnEvents -1
+	ids       uuidv7.Gen
 
 	published atomic.Uint64
 	unheard   atomic.Uint64
 	dropped   atomic.Uint64
+	reduced   atomic.Uint64
 	// read counts messages Recent pulled from the stream (for tests).
 	read atomic.Uint64
 }
@@ -159,6 +185,10 @@ type Stats struct {
 	Published uint64 // handed to the NATS connection
 	Unheard   uint64 // not published: no subscriber (Config.Listening)
 	Dropped   uint64 // not published: encoding or connection failure
+	// Reduced counts copies of events published or kept with their
+	// result left out or their data cut down, to fit NATS max_payload or
+	// OwnEventBytes.
+	Reduced uint64
 }
 
 // New returns a Publisher that publishes on nc and, with cfg.Stream, reads
@@ -168,11 +198,15 @@ func New(nc *nats.Conn, js jetstream.JetStream, cfg Config) (*Publisher, error) 
 	if nc == nil || (js == nil && cfg.Stream) {
 		return nil, errors.New("events: a NATS connection (and with Stream a JetStream context) is required")
 	}
+	realClock := cfg.Now == nil
 	cfg.defaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	p := &Publisher{nc: nc, js: js, cfg: cfg}
+	p := &Publisher{nc: nc, js: js, cfg: cfg, realClock: realClock}
+	if cfg.OwnEvents > 0 {
+		p.own = newOwn(cfg.OwnEvents, cfg.OwnEventBytes)
+	}
 	if !cfg.Stream {
 		p.cap = &capture{nc: nc, maxEvents: cfg.BufferEvents, maxBytes: cfg.BufferBytes, idle: cfg.BufferIdle,
 			now: cfg.Now, log: cfg.Logger}
@@ -243,7 +277,7 @@ func (p *Publisher) Stats() Stats {
 	if p == nil {
 		return Stats{}
 	}
-	return Stats{Published: p.published.Load(), Unheard: p.unheard.Load(), Dropped: p.dropped.Load()}
+	return Stats{Published: p.published.Load(), Unheard: p.unheard.Load(), Dropped: p.dropped.Load(), Reduced: p.reduced.Load()}
 }
 
 // Publish emits one event of eventType about subject (the job id for job
@@ -258,52 +292,100 @@ func (p *Publisher) Publish(eventType, subject string, data any) {
 // publish is Publish with the W3C traceparent header of the event's job
 // ("" for none); its data is jd when not nil, else data.
 func (p *Publisher) publish(eventType, subject string, jd *jobData, data any, traceparent string) {
-	if to, ok := p.heard(eventType); ok {
-		p.send(to, eventType, subject, jd, data, traceparent)
+	if to, heard, ok := p.wanted(eventType); ok {
+		p.send(to, heard, eventType, subject, jd, data, traceparent)
 	}
 }
 
-// send is publish once heard said someone listens on to, the NATS
-// subject of eventType.
-func (p *Publisher) send(to, eventType, subject string, jd *jobData, data any, traceparent string) {
-	id := p.ids.Next()
+// send builds one event, keeps it in the own ring and, when heard,
+// publishes it on to, the NATS subject of eventType. Its data is data
+// when not nil, else jd; jd, when not nil, is also what a reduced event
+// is made from (see reduce).
+func (p *Publisher) send(to string, heard bool, eventType, subject string, jd *jobData, data any, traceparent string) {
+	at := p.cfg.Now()
+	var id uuidv7.UUID
+	if p.realClock {
+		id = p.ids.NextAt(at) // one clock read for both
+	} else {
+		id = p.ids.Next()
+	}
+	ev := envFields{id: id, typ: eventType, source: p.cfg.Source, subject: subject, at: at}
+	if !heard && data == nil && p.own.lazyFits(subject, jd) {
+		p.own.keepJob(to, &ev, jd) // encoded if someone reads it
+		return
+	}
 	// The buffer goes back as soon as PublishMsg returns: nats.go copies
 	// the payload before that (nats.go v1.55.0, nats.go: (*Conn).publish
 	// hands data to nc.bw.appendBufs under nc.mu, and
 	// (*natsWriter).appendBufs appends it to w.bufs, or writes it to
 	// w.pending while reconnecting; nothing keeps the caller's slice).
+	// The own ring copies it too.
 	bp := ojs.GetBuffer()
 	defer ojs.PutBuffer(bp)
-	b, err := appendEnvelope((*bp)[:0], &id, eventType, p.cfg.Source, subject, p.cfg.Now(), jd, data)
+	b, err := appendEvent((*bp)[:0], &ev, jd, data)
 	if err != nil {
 		p.drop(eventType, subject, "encode", err)
 		return
 	}
 	*bp = b
+	if p.own != nil {
+		kept := b
+		if len(b) > p.own.maxBytes {
+			if kept = p.reduce(ev, jd, data, len(b), p.own.maxBytes); kept != nil {
+				p.reduced.Add(1)
+			}
+		}
+		if kept != nil {
+			p.own.keep(to, kept)
+		} else {
+			p.cfg.Logger.Debug("event not kept: too large even reduced", "type", eventType, "subject", subject, "bytes", len(b))
+		}
+	}
+	if !heard {
+		return
+	}
 	msg := &nats.Msg{Subject: to, Data: b}
 	if traceparent != "" {
 		msg.Header = nats.Header{"traceparent": []string{traceparent}}
 	}
-	if err := p.nc.PublishMsg(msg); err != nil { // copies b (the pooled buffer)
+	// A message beyond the server's max_payload would be refused (and the
+	// event lost): it goes out reduced instead.
+	if limit := p.nc.MaxPayload() - headerBytes(traceparent); int64(len(b)) > limit {
+		if msg.Data = p.reduce(ev, jd, data, len(b), int(limit)); msg.Data == nil {
+			p.drop(eventType, subject, "reduce to max_payload", fmt.Errorf("%d bytes, max_payload leaves %d", len(b), limit))
+			return
+		}
+		p.reduced.Add(1)
+	}
+	if err := p.nc.PublishMsg(msg); err != nil { // copies msg.Data (the pooled buffer)
 		p.drop(eventType, subject, "publish", err)
 		return
 	}
 	p.published.Add(1)
 }
 
-// heard returns the NATS subject of an event of eventType and whether the
-// event would reach anyone there, counting it in Stats.Unheard when not.
-// A nil Publisher hears nothing.
-func (p *Publisher) heard(eventType string) (to string, ok bool) {
+// headerBytes is the size of the headers of an event's message: none, or
+// the traceparent header ("NATS/1.0\r\ntraceparent: <55 bytes>\r\n\r\n").
+func headerBytes(traceparent string) int64 {
+	if traceparent == "" {
+		return 0
+	}
+	return int64(len("NATS/1.0\r\ntraceparent: \r\n\r\n") + len(traceparent))
+}
+
+// wanted tells whether an event of eventType is worth building: someone
+// on NATS hears it (heard, counted in Stats.Unheard when not), or the own
+// ring keeps it. to is its NATS subject. A nil Publisher wants nothing.
+func (p *Publisher) wanted(eventType string) (to string, heard, ok bool) {
 	if p == nil {
-		return "", false
+		return "", false, false
 	}
 	to = subjectOf(eventType)
-	if p.cfg.Listening == nil || p.cfg.Listening(to) {
-		return to, true
+	heard = p.cfg.Listening == nil || p.cfg.Listening(to)
+	if !heard {
+		p.unheard.Add(1)
 	}
-	p.unheard.Add(1)
-	return "", false
+	return to, heard, heard || p.own != nil
 }
 
 func (p *Publisher) drop(eventType, subject, step string, err error) {

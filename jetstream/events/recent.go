@@ -40,8 +40,10 @@ const (
 //
 // With Config.Stream it reads the event stream (recentStream). Without, it
 // reads the capture, and a call that finds the capture stopped starts it
-// and answers what arrived since, usually nothing: events published
-// before it, or while the capture was stopped, are not listed.
+// and answers what arrived since, usually nothing: other processes' events
+// published before it, or while the capture was stopped, are not listed.
+// Either is merged with the Publisher's own events (mergeNewest): newest
+// first, each event once, the filters and the limit applied to the whole.
 func (p *Publisher) Recent(ctx context.Context, q ojs.EventQuery) ([]ojs.Event, error) {
 	if p == nil {
 		return []ojs.Event{}, nil
@@ -53,10 +55,31 @@ func (p *Publisher) Recent(ctx context.Context, q ojs.EventQuery) ([]ojs.Event, 
 		limit = DefaultRecentLimit
 	}
 	limit = min(limit, MaxRecentLimit)
+	var src eventSource
 	if p.cap != nil {
-		return p.cap.recent(ctx, q, limit)
+		ents, err := p.cap.read(ctx)
+		if err != nil {
+			return nil, err
+		}
+		src = newNewest(ents, q, p.skipMalformed)
+	} else {
+		evs, err := p.recentStream(ctx, q, limit)
+		if err != nil {
+			return nil, err
+		}
+		src = &listed{evs: evs}
 	}
-	return p.recentStream(ctx, q, limit)
+	if p.own == nil {
+		return mergeNewest(limit, src), nil
+	}
+	// Read after the capture or the stream, so that the ring is at least
+	// as recent as they are.
+	return mergeNewest(limit, src, p.own.source(p, q)), nil
+}
+
+// skipMalformed logs a message of the capture that is not an OJS event.
+func (p *Publisher) skipMalformed(subject string, err error) {
+	p.cfg.Logger.Debug("skipping malformed event", "subject", subject, "error", err)
 }
 
 // recentStream reads the tail of the stream, never the whole stream: it

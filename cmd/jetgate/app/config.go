@@ -89,6 +89,12 @@ type Config struct {
 	EventsBuffer                  int
 	EventsBufferBytes             int64
 	EventsIdle                    time.Duration
+	// EventsOwn is how many of the events it emitted itself this process
+	// keeps in memory for GET /ojs/v1/events, heard on NATS or not, each
+	// at most EventsOwnBytes (defaults 1000 and 4 KiB; -1 keeps none).
+	// They cost no NATS message and are listed from the first read.
+	EventsOwn      int
+	EventsOwnBytes int64
 
 	// AuthTokensFile, ProducerTokens, WorkerTokens and AdminTokens are the
 	// HTTP API's bearer tokens (package authz has the role table): a file
@@ -211,6 +217,9 @@ func (c Config) validate() error {
 	if c.EventsMaxAge < 0 || c.EventsIdle < 0 || c.EventsMaxMsgs < 0 || c.EventsMaxBytes < 0 || c.EventsBuffer < 0 || c.EventsBufferBytes < 0 {
 		return fmt.Errorf("events limits must not be negative")
 	}
+	if c.EventsOwn < -1 || (c.EventsOwnBytes != 0 && c.EventsOwnBytes < 1024) {
+		return fmt.Errorf("own events must be -1 (none) or more, each at least 1024 bytes, got %d events of %d bytes", c.EventsOwn, c.EventsOwnBytes)
+	}
 	if c.TracesSampleRatio < 0 || c.TracesSampleRatio > 1 {
 		return fmt.Errorf("traces sample ratio must be within 0..1, got %g", c.TracesSampleRatio)
 	}
@@ -232,15 +241,17 @@ func (c Config) backpressure() ojs.Backpressure {
 // eventsConfig is the configuration of the event publisher.
 func (c Config) eventsConfig(source string, log *slog.Logger) events.Config {
 	return events.Config{
-		Source:       source,
-		Replicas:     c.Replicas,
-		Logger:       log,
-		Stream:       c.EventsStream,
-		MaxAge:       c.EventsMaxAge,
-		MaxMsgs:      c.EventsMaxMsgs,
-		MaxBytes:     c.EventsMaxBytes,
-		BufferEvents: c.EventsBuffer,
-		BufferBytes:  c.EventsBufferBytes,
-		BufferIdle:   c.EventsIdle,
+		Source:        source,
+		Replicas:      c.Replicas,
+		Logger:        log,
+		Stream:        c.EventsStream,
+		MaxAge:        c.EventsMaxAge,
+		MaxMsgs:       c.EventsMaxMsgs,
+		MaxBytes:      c.EventsMaxBytes,
+		BufferEvents:  c.EventsBuffer,
+		BufferBytes:   c.EventsBufferBytes,
+		BufferIdle:    c.EventsIdle,
+		OwnEvents:     c.EventsOwn,
+		OwnEventBytes: int(min(c.EventsOwnBytes, 1<<30)),
 	}
 }

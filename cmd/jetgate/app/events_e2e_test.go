@@ -29,9 +29,9 @@ func eventSubjects(c client, query string) []string {
 // event is still published on ojs.events.<type>, no OJS_EVENTS stream
 // exists, /ready answers without it, and GET /ojs/v1/events lists the
 // events published after its first read on that process, by any jetgate
-// process on the NATS system; the events before that first read are
-// missed, and a process that was never read lists nothing on its first
-// read.
+// process on the NATS system. Issue 32 events: it also lists, from the
+// first read, the events that process emitted itself; another process's
+// events before that first read are missed.
 func TestHTTPEventsWithoutStream(t *testing.T) {
 	t.Parallel()
 	ns := natstest.RunServer(t)
@@ -60,21 +60,22 @@ func TestHTTPEventsWithoutStream(t *testing.T) {
 	if err := json.Unmarshal(m.Data, &ev); err != nil || ev["subject"] != before || ev["type"] != "job.enqueued" || ev["source"] != "ojs://jetgate/a" {
 		t.Fatalf("event on %s: %s (%v)", m.Subject, m.Data, err)
 	}
-	if got := eventSubjects(ca, ""); len(got) != 0 {
-		t.Fatalf("first read lists %v; want nothing (events before it are not kept)", got)
+	if got := eventSubjects(ca, ""); !slices.Equal(got, []string{before}) {
+		t.Fatalf("first read lists %v; want only %s, enqueued on this process", got, before)
 	}
-	after := []string{enq(ca), enq(cb)}
+	onA, onB := enq(ca), enq(cb)
+	want := []string{before, onA, onB}
 	var got []string
-	for deadline := time.Now().Add(10 * time.Second); len(got) < 2 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); len(got) < 3 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		got = eventSubjects(ca, "queues=ev17")
 	}
 	slices.Sort(got)
-	slices.Sort(after)
-	if !slices.Equal(got, after) {
-		t.Fatalf("after the first read: %v, want the jobs enqueued after it on both processes %v (not %s)", got, after, before)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("after the first read: %v, want the jobs enqueued after it on both processes and this process's own %v", got, want)
 	}
-	if got := eventSubjects(cb, ""); len(got) != 0 {
-		t.Fatalf("first read on the other process lists %v", got)
+	if got := eventSubjects(cb, ""); !slices.Equal(got, []string{onB}) {
+		t.Fatalf("first read on the other process lists %v, want only its own %s", got, onB)
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
