@@ -137,8 +137,16 @@ func queueOrder(req ojs.FetchRequest) []string {
 func (s *Service) fetchQueue(ctx context.Context, queue string, want int, req ojs.FetchRequest, since time.Time, look bool) ([]*ojs.Job, error) {
 	var out []*ojs.Job
 	looked := !look
+	p := s.puller(queue)
+	if req.Budget != nil {
+		defer func() {
+			if avg := req.Budget.Average(); avg > 0 {
+				p.jobSize.Store(avg)
+			}
+		}()
+	}
 	for round := 0; round < 8 && len(out) < want && !req.Budget.Full(); round++ {
-		msgs, turns, err := s.puller(queue).take(ctx, pullSize(want-len(out), req.Budget))
+		msgs, turns, err := p.take(ctx, pullSize(want-len(out), req.Budget, p.jobSize.Load()))
 		if err != nil {
 			passAll(turns)
 			return out, err
@@ -147,7 +155,7 @@ func (s *Service) fetchQueue(ctx context.Context, queue string, want int, req oj
 			switch {
 			case len(out) > 0 || looked:
 				return out, nil
-			case s.puller(queue).holding():
+			case p.holding():
 				// Pulled ahead here since: not empty after all.
 				continue
 			}
@@ -172,19 +180,21 @@ func (s *Service) fetchQueue(ctx context.Context, queue string, want int, req oj
 }
 
 // probePull is how many messages the first round of a fetch under a byte
-// budget asks for, before the size of its jobs is known.
+// budget asks for while the size of the queue's jobs is not known.
 const probePull = 8
 
 // pullSize is how many messages a round of a fetch asks for: all it still
 // wants, or, under a byte budget, as many as the budget has room for at
-// the average size of the jobs claimed so far, one more to find out
-// whether it fits (probePull before any): a fetch of many large jobs then
-// pulls about what its reply carries, not count jobs to give most back.
-func pullSize(want int, b *ojs.FetchBudget) int {
+// the average size of the jobs claimed so far (or, before any, of those
+// of the queue's last budgeted fetch, hint), and one more to find out
+// whether it fits; probePull when neither is known. A fetch of many large
+// jobs then pulls about what its reply carries, not count jobs to give
+// most of them back.
+func pullSize(want int, b *ojs.FetchBudget, hint int64) int {
 	if b == nil {
 		return want
 	}
-	avg := b.Average()
+	avg := cmp.Or(b.Average(), hint)
 	if avg <= 0 {
 		return min(want, probePull)
 	}
@@ -199,20 +209,20 @@ const seedSlack = 1 << 10
 // cutToBudget keeps, of msgs in order, those whose jobs may fit what is
 // left of the fetch's byte budget, judged by the size of the messages
 // that carry their job (an available job's first ready message): the
-// rest go back at once (in order, putBack) and their turns pass, and the
-// fetch is full. A message without its job (a retry's) costs nothing
-// here; its claim takes the exact cost (claim).
-func (s *Service) cutToBudget(msgs []jetstream.Msg, turns []*claimTurn, b *ojs.FetchBudget) ([]jetstream.Msg, []*claimTurn) {
+// rest go back at once (in order, putBack) and their turns pass; cut
+// reports whether any did, and the fetch is then full once the kept ones
+// are claimed. A message without its job (a retry's) costs nothing here;
+// its claim takes the exact cost (claim).
+func (s *Service) cutToBudget(msgs []jetstream.Msg, turns []*claimTurn, b *ojs.FetchBudget) (_ []jetstream.Msg, _ []*claimTurn, cut bool) {
 	left, sum := b.Left(), int64(0)
 	for i, m := range msgs {
 		if sum += max(int64(len(m.Data()))-seedSlack, 0); sum > left {
-			b.Refuse()
 			s.putBack(msgs[i:])
 			passAll(turns[i:])
-			return msgs[:i], turns[:i]
+			return msgs[:i], turns[:i], true
 		}
 	}
-	return msgs, turns
+	return msgs, turns, false
 }
 
 // claimAll claims each message's job, in parallel, keeping message order
@@ -221,7 +231,12 @@ func (s *Service) cutToBudget(msgs []jetstream.Msg, turns []*claimTurn, b *ojs.F
 // did not fit are put back at once, in order.
 func (s *Service) claimAll(ctx context.Context, queue string, msgs []jetstream.Msg, turns []*claimTurn, req ojs.FetchRequest) []*ojs.Job {
 	if req.Budget != nil {
-		if msgs, turns = s.cutToBudget(msgs, turns, req.Budget); len(msgs) == 0 {
+		var cut bool
+		if msgs, turns, cut = s.cutToBudget(msgs, turns, req.Budget); cut {
+			// Full, but only once the messages kept took their part.
+			defer req.Budget.Refuse()
+		}
+		if len(msgs) == 0 {
 			return nil
 		}
 	}

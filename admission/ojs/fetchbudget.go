@@ -28,14 +28,16 @@ type FetchBudget struct {
 func NewFetchBudget(limit int64) *FetchBudget { return &FetchBudget{left: limit} }
 
 // Take takes n bytes for a job and reports true, or reports false when
-// fewer than n are left: the fetch is full from then on (Full).
+// fewer than n are left: the fetch is full from then on (Full), and takes
+// no job after one refused, not even a smaller one (the jobs come in
+// priority order).
 func (b *FetchBudget) Take(n int64) bool {
 	if b == nil {
 		return true
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if n > b.left {
+	if b.full || n > b.left {
 		b.full = true
 		return false
 	}

@@ -18,6 +18,9 @@ func TestFetchBudget(t *testing.T) {
 	if b.Take(41) || !b.Full() || b.Left() != 40 {
 		t.Fatalf("41 more fitted 40: left %d, full %v", b.Left(), b.Full())
 	}
+	if b.Take(10) {
+		t.Fatal("a full budget took a smaller job after refusing one")
+	}
 	b.Give(60)
 	if b.Left() != 100 || b.Average() != 0 || !b.Full() {
 		t.Fatalf("after giving 60 back: left %d, average %d, full %v (full stays)", b.Left(), b.Average(), b.Full())
