@@ -54,7 +54,7 @@ func (s *Service) Fetch(ctx context.Context, req ojs.FetchRequest) ([]*ojs.Job, 
 		// Taken before looking, so a job made ready meanwhile is not missed.
 		woken := s.notify.channel(key)
 		out, err := s.fetchOnce(ctx, req, since, expired == nil)
-		if err != nil || len(out) > 0 || expired == nil {
+		if err != nil || len(out) > 0 || expired == nil || req.Budget.Full() {
 			return out, err
 		}
 		select {
@@ -76,7 +76,7 @@ func (s *Service) fetchOnce(ctx context.Context, req ojs.FetchRequest, since tim
 	want := min(max(req.Count, 1), s.cfg.MaxFetch)
 	var out []*ojs.Job
 	for _, q := range queueOrder(req) {
-		if len(out) == want {
+		if len(out) == want || req.Budget.Full() {
 			break
 		}
 		if s.queues.paused(q) {
@@ -133,12 +133,20 @@ func queueOrder(req ojs.FetchRequest) []string {
 // moved on (stale) is replaced in another round. With look, a fetch that
 // would answer empty looks at the stream and at other processes'
 // messages pulled ahead first (visible.go), and pulls again if they hold
-// some.
+// some. Under a byte budget (req.Budget) it stops once a job did not fit.
 func (s *Service) fetchQueue(ctx context.Context, queue string, want int, req ojs.FetchRequest, since time.Time, look bool) ([]*ojs.Job, error) {
 	var out []*ojs.Job
 	looked := !look
-	for round := 0; round < 8 && len(out) < want; round++ {
-		msgs, turns, err := s.puller(queue).take(ctx, want-len(out))
+	p := s.puller(queue)
+	if req.Budget != nil {
+		defer func() {
+			if avg := req.Budget.Average(); avg > 0 {
+				p.jobSize.Store(avg)
+			}
+		}()
+	}
+	for round := 0; round < 8 && len(out) < want && !req.Budget.Full(); round++ {
+		msgs, turns, err := p.take(ctx, pullSize(want-len(out), req.Budget, p.jobSize.Load()))
 		if err != nil {
 			passAll(turns)
 			return out, err
@@ -147,7 +155,7 @@ func (s *Service) fetchQueue(ctx context.Context, queue string, want int, req oj
 			switch {
 			case len(out) > 0 || looked:
 				return out, nil
-			case s.puller(queue).holding():
+			case p.holding():
 				// Pulled ahead here since: not empty after all.
 				continue
 			}
@@ -171,19 +179,80 @@ func (s *Service) fetchQueue(ctx context.Context, queue string, want int, req oj
 	return out, nil
 }
 
+// probePull is how many messages the first round of a fetch under a byte
+// budget asks for while the size of the queue's jobs is not known.
+const probePull = 8
+
+// pullSize is how many messages a round of a fetch asks for: all it still
+// wants, or, under a byte budget, as many as the budget has room for at
+// the average size of the jobs claimed so far (or, before any, of those
+// of the queue's last budgeted fetch, hint), and one more to find out
+// whether it fits; probePull when neither is known. A fetch of many large
+// jobs then pulls about what its reply carries, not count jobs to give
+// most of them back.
+func pullSize(want int, b *ojs.FetchBudget, hint int64) int {
+	if b == nil {
+		return want
+	}
+	avg := cmp.Or(b.Average(), hint)
+	if avg <= 0 {
+		return min(want, probePull)
+	}
+	return int(min(int64(want), max(b.Left()/avg, 0)+1))
+}
+
+// seedSlack is how much smaller than its ready message a claimed job's
+// public JSON may be: the message carries the job's server bookkeeping
+// (x_jetgate), which a reply leaves out.
+const seedSlack = 1 << 10
+
+// cutToBudget keeps, of msgs in order, those whose jobs may fit what is
+// left of the fetch's byte budget, judged by the size of the messages
+// that carry their job (an available job's first ready message): the
+// rest go back at once (in order, putBack) and their turns pass; cut
+// reports whether any did, and the fetch is then full once the kept ones
+// are claimed. A message without its job (a retry's) costs nothing here;
+// its claim takes the exact cost (claim).
+func (s *Service) cutToBudget(msgs []jetstream.Msg, turns []*claimTurn, b *ojs.FetchBudget) (_ []jetstream.Msg, _ []*claimTurn, cut bool) {
+	left, sum := b.Left(), int64(0)
+	for i, m := range msgs {
+		if sum += max(int64(len(m.Data()))-seedSlack, 0); sum > left {
+			s.putBack(msgs[i:])
+			passAll(turns[i:])
+			return msgs[:i], turns[:i], true
+		}
+	}
+	return msgs, turns, false
+}
+
 // claimAll claims each message's job, in parallel, keeping message order
 // (which is priority order); the claims pass rate limits in that order
-// too (turns, claimorder.go).
+// too (turns, claimorder.go). Under a byte budget, messages whose jobs
+// did not fit are put back at once, in order.
 func (s *Service) claimAll(ctx context.Context, queue string, msgs []jetstream.Msg, turns []*claimTurn, req ojs.FetchRequest) []*ojs.Job {
+	if req.Budget != nil {
+		var cut bool
+		if msgs, turns, cut = s.cutToBudget(msgs, turns, req.Budget); cut {
+			// Full, but only once the messages kept took their part.
+			defer req.Budget.Refuse()
+		}
+		if len(msgs) == 0 {
+			return nil
+		}
+	}
 	jobs := make([]*ojs.Job, len(msgs))
+	refused := make([]bool, len(msgs))
 	claim := func(i int) {
 		j, err := s.claim(ctx, msgs[i], turns[i], req)
-		if err != nil {
+		switch {
+		case errors.Is(err, errOverBudget):
+			refused[i] = true
+		case err != nil:
 			_ = msgs[i].Nak()
 			s.log.Warn("claim failed", "queue", queue, "error", err)
-			return
+		default:
+			jobs[i] = j
 		}
-		jobs[i] = j
 	}
 	if len(msgs) == 1 {
 		claim(0)
@@ -198,6 +267,13 @@ func (s *Service) claimAll(ctx context.Context, queue string, msgs []jetstream.M
 		}
 		wg.Wait()
 	}
+	var back []jetstream.Msg
+	for i, r := range refused {
+		if r {
+			back = append(back, msgs[i])
+		}
+	}
+	s.putBack(back)
 	out := jobs[:0]
 	for _, j := range jobs {
 		if j != nil {
@@ -375,7 +451,12 @@ func (s *Service) claim(ctx context.Context, msg jetstream.Msg, turn *claimTurn,
 	// refusal is set when a limit refused the start.
 	var held []heldStart
 	var refusal *limitRefusal
+	// cost is what the job took of the fetch's byte budget (req.Budget).
+	var cost int64
 	apply := func(j *ojs.Job) (*ojs.Job, func(context.Context, *ojs.Job) error, error) {
+		// An earlier round of this transition took its cost: give it back.
+		req.Budget.Give(cost)
+		cost = 0
 		switch {
 		case j.State == ojs.StateActive && j.Internal.HeldToken == ref.Token:
 			return nil, nil, errRedelivered
@@ -386,6 +467,16 @@ func (s *Service) claim(ctx context.Context, msg jetstream.Msg, turn *claimTurn,
 			return s.expire(j, d)
 		}
 		nj := s.activate(j, req, s.now())
+		if req.Budget != nil {
+			n, err := ojs.ReplySize(nj)
+			if err != nil {
+				return nil, nil, err
+			}
+			if !req.Budget.Take(n) {
+				return nil, nil, errOverBudget
+			}
+			cost = n
+		}
 		checks := s.limitChecks(j)
 		nj.Internal.Limits = limitEntryNames(checks)
 		turn.declare(nj.Internal.Limits)
@@ -437,6 +528,9 @@ func (s *Service) claim(ctx context.Context, msg jetstream.Msg, turn *claimTurn,
 		s.awaitCreate(ctx, ref.JobID)
 		nj, old, err = s.transition(ctx, ref.JobID, apply)
 	}
+	if err != nil || nj.State != ojs.StateActive {
+		req.Budget.Give(cost) // not claimed: the job is not answered
+	}
 	if err != nil && len(held) > 0 {
 		if errors.Is(err, ojs.ErrUnavailable) {
 			// The record may have been written all the same (a lost
@@ -466,6 +560,10 @@ func (s *Service) claim(ctx context.Context, msg jetstream.Msg, turn *claimTurn,
 	case errors.Is(err, errEarly):
 		s.orphan(msg)
 		return nil, nil
+	case errors.Is(err, errOverBudget):
+		// Not claimed: the fetch's reply has no room for it. claimAll
+		// puts the message back at once.
+		return nil, errOverBudget
 	case errors.Is(err, errLimited):
 		// Parked (or rescheduled, dropped) after the earlier claims
 		// sharing an entry went their way: waiters stay in message order.
@@ -502,6 +600,10 @@ func (s *Service) claim(ctx context.Context, msg jetstream.Msg, turn *claimTurn,
 // back: a batch's publish takes milliseconds, and one older than
 // jobstore.BatchWindow is abandoned by the next claim that meets it.
 const batchRetry = 50 * time.Millisecond
+
+// errOverBudget marks a job not claimed because the fetch's reply has no
+// room left for it (ojs.FetchBudget).
+var errOverBudget = errors.New("no room left in the fetch's reply")
 
 // errRedelivered marks a held ready message that came back while its job
 // is still active from the claim that held it.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -58,6 +59,10 @@ type puller struct {
 	// looking counts this process's looks at the queue under way
 	// (beginLook): no pull keeps messages ahead meanwhile.
 	looking int
+
+	// jobSize is the average reply size of the jobs of the queue's last
+	// fetch under a byte budget (pullSize), 0 before any.
+	jobSize atomic.Int64
 }
 
 // maxPull bounds the messages asked for in one pull.

@@ -1,6 +1,7 @@
 package natsbind
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"sync"
@@ -73,7 +74,8 @@ func (s *Service) runBatch(c *call, field string, one func(item []byte) (any, er
 			}
 			e := wire.Classify(wire.PrefixField(fmt.Sprintf("%s[%d].", field, i), err))
 			if e.Status >= 500 {
-				s.log.Error("NATS batch item failed", "field", field, "index", i, "request_id", c.requestID, "error", err)
+				s.log.Log(context.Background(), failureLevel(err), "NATS batch item failed", "field", field, "index", i,
+					"request_id", c.requestID, "error", err)
 			}
 			env := e.Envelope(c.requestID).Error
 			results[i] = batchResult{jobID: wire.ItemJobID(item), status: e.Status, err: &env}

@@ -104,9 +104,12 @@
 // of the record budget (ojs.PayloadLimits), 413 payload_too_large naming
 // the part, the limit and the size, as over HTTP. A reply must fit
 // max_payload too: jobs.batch refuses (413, field "jobs") a batch whose
-// reply would not, before any of its jobs is stored. (A workers.fetch of
-// many large jobs can still make a reply over max_payload, which is then
-// lost; fetch fewer at a time.)
+// reply would not, before any of its jobs is stored, and workers.fetch
+// claims jobs only while its reply has room for them (ojs.FetchBudget):
+// of many large jobs it answers as many as fit (fewer than "count"), the
+// others are not claimed and their ready messages go back at once, so the
+// next fetch gets them; a fetch with wait_ms answers as soon as its reply
+// is full. One job always fits: its record is smaller than max_payload.
 //
 // # Batch worker calls and waiting fetches
 //

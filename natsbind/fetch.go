@@ -33,6 +33,9 @@ func (s *Service) fetch(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The reply must fit the server's max_payload (issue 31): the jobs
+	// that would not fit are not claimed, and stay for the next fetch.
+	req.Budget = ojs.NewFetchBudget(s.nc.MaxPayload() - replyHeaders - int64(len(`{"jobs":[]}`)))
 	jobs, err := s.fetchWait(c, req, wait)
 	if err != nil {
 		return nil, err
@@ -42,14 +45,14 @@ func (s *Service) fetch(c *call) (any, error) {
 }
 
 // fetchWait polls Backend.Fetch for the jobs still wanted until it has
-// req.Count, the wait ends, the request's context ends or the service
-// stops. Jobs claimed before an error are still answered: a claim is not
-// undone, so losing them would leave them active until their lease
-// expires.
+// req.Count, the reply is full (req.Budget), the wait ends, the request's
+// context ends or the service stops. Jobs claimed before an error are
+// still answered: a claim is not undone, so losing them would leave them
+// active until their lease expires.
 func (s *Service) fetchWait(c *call, req ojs.FetchRequest, wait time.Duration) ([]*ojs.Job, error) {
 	want := req.Count
 	jobs, err := s.b.Fetch(c.ctx, req)
-	if err != nil || len(jobs) >= want || wait <= 0 {
+	if err != nil || len(jobs) >= want || wait <= 0 || req.Budget.Full() {
 		return jobs, err
 	}
 	deadline := time.NewTimer(wait)
@@ -79,7 +82,7 @@ func (s *Service) fetchWait(c *call, req ojs.FetchRequest, wait time.Duration) (
 			return nil, err
 		}
 		jobs = append(jobs, more...)
-		if len(jobs) >= want {
+		if len(jobs) >= want || req.Budget.Full() {
 			return jobs, nil
 		}
 		switch {

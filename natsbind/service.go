@@ -228,6 +228,16 @@ func (s *Service) refuse(ep endpoint, msg *nats.Msg) {
 	s.count(ep, time.Since(start), c.out.Get(micro.ErrorCodeHeader), code)
 }
 
+// failureLevel is the level a 5xx answer is logged at: Info for the 503
+// of a server shutting down (an expected answer: the client sends the
+// request again to another process), Error for the others.
+func failureLevel(err error) slog.Level {
+	if errors.Is(err, ojs.ErrShuttingDown) {
+		return slog.LevelInfo
+	}
+	return slog.LevelError
+}
+
 // call is one request as a handler sees it.
 type call struct {
 	ctx       context.Context
@@ -374,8 +384,8 @@ type statusBody struct {
 func (s *Service) replyError(ep endpoint, msg *nats.Msg, c *call, err error) string {
 	e := wire.Classify(err)
 	if e.Status >= 500 {
-		s.log.Error("NATS request failed", "subject", s.Subject(ep.subject), "status", e.Status,
-			"request_id", c.requestID, "error", err)
+		s.log.Log(context.Background(), failureLevel(err), "NATS request failed", "subject", s.Subject(ep.subject),
+			"status", e.Status, "request_id", c.requestID, "error", err)
 	}
 	for k, vs := range e.Header {
 		k = headerName(k)

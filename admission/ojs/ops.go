@@ -31,6 +31,10 @@ type FetchRequest struct {
 	// like Group when the fetch names none, and ignored while no such
 	// group exists.
 	Pool string
+	// Budget, when set, bounds the bytes of the jobs answered (a NATS
+	// reply must fit max_payload): no job is claimed past it, and the
+	// jobs that did not fit stay available, given back at once.
+	Budget *FetchBudget
 }
 
 // Queue consumption strategies (ojs-priority.md 7).

@@ -87,6 +87,12 @@ func TestPayloadLimits(t *testing.T) {
 	if l.Reserve != 64<<10 || l.Job != 960<<10 || l.Result != 16<<10 || l.Error != 8<<10 || l.Errors != 16<<10 || l.Progress != 16<<10 {
 		t.Fatalf("limits at 1 MiB: %+v", l)
 	}
+	// The embedded server's 2 MiB: a 1 MiB envelope (ojs-json-format.md
+	// 8.1) fits the job limit with room for all the fields a server adds.
+	if l2, _ := NewPayloadLimits(2 << 20); l2.Reserve != 128<<10 || l2.Job != 1920<<10 || l2.Result != 32<<10 ||
+		l2.Error != 16<<10 || l2.Errors != 32<<10 || l2.Progress != 32<<10 || l2.Job < 1<<20+boundFixed {
+		t.Fatalf("limits at 2 MiB: %+v", l2)
+	}
 	if big, _ := NewPayloadLimits(8 << 20); big.Reserve != 512<<10 || big.Job != 8<<20-512<<10 || big.Result != 128<<10 {
 		t.Fatalf("limits at 8 MiB: %+v", big)
 	}

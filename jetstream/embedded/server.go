@@ -21,6 +21,14 @@ const (
 	DefaultAddr = "127.0.0.1:4222"
 	// DefaultServerName names the server in logs and monitoring.
 	DefaultServerName = "jetgate"
+	// DefaultMaxPayload is the server's max_payload: 2 MiB, twice NATS's
+	// default, so that a job envelope of 1 MiB (ojs-json-format.md 8.1
+	// MUST) fits jetgate's record budget (ojs.PayloadLimits: a job may
+	// take max_payload less a reserve of max_payload/16, 1920 KiB here)
+	// with room left for its result, errors and progress, and so that
+	// every NATS message made of such a job (its ready message, its
+	// record, a reply carrying it) fits too.
+	DefaultMaxPayload = 2 << 20
 	// defaultStartTimeout bounds Start when ctx has no deadline.
 	defaultStartTimeout = 30 * time.Second
 )
@@ -35,6 +43,9 @@ type Config struct {
 	Addr string
 	// ServerName defaults to DefaultServerName.
 	ServerName string
+	// MaxPayload is the largest message the server accepts (NATS's
+	// max_payload), DefaultMaxPayload if 0.
+	MaxPayload int32
 	// MaxMemory and MaxStore cap JetStream memory and file storage in
 	// bytes; 0 keeps nats-server's defaults (a share of RAM and disk).
 	MaxMemory, MaxStore int64
@@ -61,6 +72,7 @@ type Config struct {
 func (c Config) withDefaults() Config {
 	c.Addr = cmp.Or(c.Addr, DefaultAddr)
 	c.ServerName = cmp.Or(c.ServerName, DefaultServerName)
+	c.MaxPayload = cmp.Or(c.MaxPayload, DefaultMaxPayload)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -73,6 +85,9 @@ func (c Config) validate() error {
 	}
 	if c.MaxMemory < 0 || c.MaxStore < 0 {
 		return errors.New("embedded: MaxMemory and MaxStore must not be negative")
+	}
+	if c.MaxPayload < 0 {
+		return errors.New("embedded: MaxPayload must not be negative")
 	}
 	if c.Token != "" && c.NKeySeedFile != "" {
 		return errors.New("embedded: Token and NKeySeedFile exclude each other: choose one way clients authenticate")
@@ -105,6 +120,7 @@ func (c Config) options() (*server.Options, error) {
 		// 0 would also mean "default" here, but be explicit.
 		JetStreamMaxMemory: cmp.Or(c.MaxMemory, -1),
 		JetStreamMaxStore:  cmp.Or(c.MaxStore, -1),
+		MaxPayload:         c.MaxPayload,
 		NoSigs:             true,
 		Authorization:      c.Token,
 		Debug:              c.Debug,

@@ -137,10 +137,11 @@ func TestAddrInUse(t *testing.T) {
 func TestConfigErrors(t *testing.T) {
 	t.Parallel()
 	for name, cfg := range map[string]embedded.Config{
-		"no data dir":  {Addr: "127.0.0.1:0"},
-		"no port":      {DataDir: t.TempDir(), Addr: "127.0.0.1"},
-		"bad port":     {DataDir: t.TempDir(), Addr: "127.0.0.1:http"},
-		"negative max": {DataDir: t.TempDir(), Addr: "127.0.0.1:0", MaxStore: -1},
+		"no data dir":          {Addr: "127.0.0.1:0"},
+		"no port":              {DataDir: t.TempDir(), Addr: "127.0.0.1"},
+		"bad port":             {DataDir: t.TempDir(), Addr: "127.0.0.1:http"},
+		"negative max":         {DataDir: t.TempDir(), Addr: "127.0.0.1:0", MaxStore: -1},
+		"negative max payload": {DataDir: t.TempDir(), Addr: "127.0.0.1:0", MaxPayload: -1},
 	} {
 		if _, err := embedded.Start(testContext(t), cfg); err == nil {
 			t.Errorf("%s: Start succeeded, want error", name)
@@ -166,6 +167,34 @@ func TestLimitsAndName(t *testing.T) {
 	cfg := s.NATS().JetStreamConfig()
 	if cfg.MaxMemory != 32<<20 || cfg.MaxStore != 64<<20 {
 		t.Fatalf("limits = %d/%d, want %d/%d", cfg.MaxMemory, cfg.MaxStore, 32<<20, 64<<20)
+	}
+}
+
+// Issue 31 (ojs-json-format.md 8.1: a 1 MiB job envelope MUST be
+// supported): the server's max_payload is 2 MiB unless set, and a client
+// connection reads it; a message of 1.5 MiB is stored in a stream.
+func TestMaxPayload(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		set, want int32
+	}{{0, 2 << 20}, {4 << 20, 4 << 20}} {
+		s := start(t, embedded.Config{DataDir: t.TempDir(), MaxPayload: tc.set})
+		nc, err := nats.Connect(s.ClientURL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(nc.Close)
+		if got := nc.MaxPayload(); got != int64(tc.want) {
+			t.Fatalf("max_payload set %d: the client reads %d, want %d", tc.set, got, tc.want)
+		}
+	}
+	ctx := testContext(t)
+	js := connect(t, start(t, embedded.Config{DataDir: t.TempDir()}))
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "BIG", Subjects: []string{"big"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.Publish(ctx, "big", bytes.Repeat([]byte("x"), 3<<19)); err != nil {
+		t.Fatalf("publish 1.5 MiB: %v", err)
 	}
 }
 
