@@ -199,10 +199,8 @@ func parseIdentity(j *Job, top, _ object) error {
 	if !ok {
 		return wrongKind(c, idRule)
 	}
-	if s == "" {
-		j.ID, j.ServerID = NewID(), true
-		return nil
-	}
+	// An empty id is malformed like any other (issue 32): a client that
+	// wants the server to choose leaves id out (or sends null).
 	// ojs-core.md 5.1: a lowercase UUIDv7. An uppercase id is refused, not
 	// lowercased (ojs-json-format.md 6.2 would accept it): the client keeps
 	// the id it sent, and a lowercased job would not be found under it.
@@ -530,20 +528,39 @@ func applyRetry(p *RetryPolicy, objs []object) error {
 		return cs
 	}
 	var r resolver
-	set(&r, &p.MaxAttempts, parseAttempts, same, fields("max_attempts")...)
-	initFrom := set(&r, &p.InitialInterval, parseInterval, same, fields("initial_interval_ms", "initial_interval")...)
-	set(&r, &p.BackoffCoefficient, parseCoefficient, same, fields("backoff_coefficient")...)
-	maxFrom := set(&r, &p.MaxInterval, parseInterval, same, fields("max_interval_ms", "max_interval")...)
-	set(&r, &p.Jitter, parseBool, same, fields("jitter")...)
-	set(&r, &p.NonRetryableErrors, parseNonRetryable, slices.Equal, fields("non_retryable_errors")...)
-	set(&r, &p.Backoff, parseBackoff, same, fields("backoff_type", "backoff_strategy")...)
-	set(&r, &p.OnExhaustion, parseExhaustion, same, fields("on_exhaustion")...)
+	set(&r, &p.MaxAttempts, policyRule(parseAttempts), same, fields("max_attempts")...)
+	initFrom := set(&r, &p.InitialInterval, policyRule(parseInterval), same, fields("initial_interval_ms", "initial_interval")...)
+	set(&r, &p.BackoffCoefficient, policyRule(parseCoefficient), same, fields("backoff_coefficient")...)
+	maxFrom := set(&r, &p.MaxInterval, policyRule(parseInterval), same, fields("max_interval_ms", "max_interval")...)
+	set(&r, &p.Jitter, policyRule(parseBool), same, fields("jitter")...)
+	set(&r, &p.NonRetryableErrors, policyRule(parseNonRetryable), slices.Equal, fields("non_retryable_errors")...)
+	set(&r, &p.Backoff, policyRule(parseBackoff), same, fields("backoff_type", "backoff_strategy")...)
+	set(&r, &p.OnExhaustion, policyRule(parseExhaustion), same, fields("on_exhaustion")...)
 	if r.err == nil && p.MaxInterval < p.InitialInterval {
 		from := cmp.Or(maxFrom, initFrom) // only a given initial_interval can exceed the default max
-		return &ValidationError{Field: from.path(), Rule: "a duration >= initial_interval",
+		return &ValidationError{Field: from.path(), Rule: "a duration >= initial_interval", Semantic: true,
 			Received: FormatISODuration(p.MaxInterval.D()) + " < " + FormatISODuration(p.InitialInterval.D())}
 	}
 	return r.err
+}
+
+// policyRule marks the errors of a retry policy field's parser Semantic
+// (issue 32): ojs-retry.md 11.1 lists every rule a policy's values must
+// meet (max_attempts >= 0, backoff_coefficient >= 1.0, jitter a boolean,
+// ...) as one error type, validation.retry_policy_invalid, which the
+// bindings answer 422 validation_error. A retry object that is not an
+// object, an unknown key in it, or two forms of one field that disagree
+// stay 400: the request's shape, not the policy, is wrong.
+func policyRule[T any](parse func(cand) (T, bool, error)) func(cand) (T, bool, error) {
+	return func(c cand) (T, bool, error) {
+		v, ok, err := parse(c)
+		if ve, isVE := err.(*ValidationError); isVE {
+			m := *ve
+			m.Semantic = true
+			err = &m
+		}
+		return v, ok, err
+	}
 }
 
 // parseAttempts reads max_attempts: ojs-retry.md 2.2 and 11.1 allow 0 (no
