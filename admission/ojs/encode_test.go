@@ -32,7 +32,7 @@ func reference(t testing.TB, j *Job) []byte {
 
 func fullJob() *Job {
 	at := NewTime(time.Date(2026, 11, 22, 21, 0, 0, 123_456_789, time.UTC))
-	no, two, grace, graceMs, progress := false, 2, 5, int64(4500), 0.25
+	no, two, grace, graceMs, progress, delay := false, 2, 5, int64(4500), 0.25, int64(1500)
 	return &Job{
 		SpecVersion: SpecVersion, ID: "0193-id", Type: "email.send", Queue: "tenant:acme.a",
 		Args: json.RawMessage(`[1,"x",{"a":null}]`), Meta: json.RawMessage(`{"trace_id":"abc"}`),
@@ -45,7 +45,7 @@ func fullJob() *Job {
 			Backoff: "linear", OnExhaustion: "dead_letter"},
 		State: StateActive, Attempt: 2, MaxAttempts: 3,
 		CreatedAt: at, EnqueuedAt: at, StartedAt: at, CompletedAt: at, CancelledAt: at, DiscardedAt: at,
-		ActivatedAt: at, NextAttemptAt: at, WorkerID: "w-1",
+		ActivatedAt: at, NextAttemptAt: at, RetryDelayMs: &delay, WorkerID: "w-1",
 		Error:    &JobError{Code: "c", Message: "m", Retryable: &no, Attempt: 1, At: at},
 		Errors:   []JobError{{Code: "c", Message: "m"}},
 		Result:   json.RawMessage(`{"ok":true}`),
