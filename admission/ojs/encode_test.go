@@ -186,3 +186,32 @@ func TestFullJobSetsEveryStoredField(t *testing.T) {
 	check(reflect.ValueOf(*j), "Job.")
 	check(reflect.ValueOf(j.Internal), "Internal.")
 }
+
+// Issue 32: a record stored before it reads in today's shape: a discarded
+// job gets completed_at (its discarded_at) and every error its type (the
+// code, else handler_error); a record that has them keeps its own.
+func TestStoredRecordBeforeIssue32Upgrades(t *testing.T) {
+	t.Parallel()
+	old := `{"id":"x","type":"t","queue":"q","args":[],"state":"discarded","attempt":2,"max_attempts":2,` +
+		`"discarded_at":"2026-11-20T10:00:00.000Z","error":{"code":"E_DISK","message":"full","attempt":2},` +
+		`"errors":[{"message":"bare","attempt":1},{"code":"E_DISK","message":"full","attempt":2}]}`
+	var j Job
+	if err := json.Unmarshal([]byte(old), &j); err != nil {
+		t.Fatal(err)
+	}
+	if j.CompletedAt == nil || !j.CompletedAt.Equal(j.DiscardedAt.Time) {
+		t.Fatalf("completed_at %v, want discarded_at %v", j.CompletedAt, j.DiscardedAt)
+	}
+	if j.Error.Type != "E_DISK" || j.Errors[0].Type != ErrorTypeHandler || j.Errors[1].Type != "E_DISK" {
+		t.Fatalf("types: error %q, errors %q %q", j.Error.Type, j.Errors[0].Type, j.Errors[1].Type)
+	}
+	kept := `{"id":"x","type":"t","queue":"q","args":[],"state":"completed","completed_at":"2026-11-20T10:00:00.000Z",` +
+		`"errors":[{"code":"c","type":"ConnectionTimeout","message":"m"}],"x_unknown":1}`
+	var k Job
+	if err := json.Unmarshal([]byte(kept), &k); err != nil {
+		t.Fatal(err)
+	}
+	if k.Errors[0].Type != "ConnectionTimeout" || k.CompletedAt == nil || k.DiscardedAt != nil || k.Extra["x_unknown"] == nil {
+		t.Fatalf("a record in today's shape changed on reading: %+v", k)
+	}
+}
