@@ -43,6 +43,28 @@ func ParseJob(body []byte) (*Job, error) {
 	return parseJobValue(body, "")
 }
 
+// ParseTemplate parses a job template jetgate stored itself, whose id its
+// owner sets (a workflow step, enqueued under an id derived from its
+// workflow's): as ParseJob, except that an empty id, which templates are
+// stored with, is no error (issue 32 refuses it from clients) and leaves
+// ID empty, not a server-made id, for the caller to set.
+func ParseTemplate(body []byte) (*Job, error) {
+	top, err := decodeObject(body, "")
+	if err != nil {
+		return nil, err
+	}
+	if c := top.cand("id"); c.raw == nil || string(c.raw) == `""` {
+		delete(top.m, "id")
+		j, err := parseJobObject(top)
+		if err != nil {
+			return nil, err
+		}
+		j.ID, j.ServerID = "", false
+		return j, nil
+	}
+	return parseJobObject(top)
+}
+
 // ParseBatch parses a batch enqueue body {"jobs":[...]} (ojs-http-binding.md
 // 9.2). It is all or nothing: the first invalid job fails the batch, with
 // field paths such as "jobs[3].args". The list must hold 1..MaxBatchSize jobs
@@ -103,6 +125,11 @@ func parseJobValue(raw json.RawMessage, prefix string) (*Job, error) {
 	if err != nil {
 		return nil, err
 	}
+	return parseJobObject(top)
+}
+
+// parseJobObject parses one decoded job object (see parseJobValue).
+func parseJobObject(top object) (*Job, error) {
 	opts, err := top.child("options")
 	if err != nil {
 		return nil, err

@@ -867,3 +867,26 @@ func BenchmarkParseJob(b *testing.B) {
 		})
 	}
 }
+
+// ParseTemplate reads a template jetgate stored itself (a workflow step,
+// stored with "id": ""): the empty id that issue 32 refuses from clients
+// is no error there, and leaves the id to the template's owner.
+func TestParseTemplateLeavesTheIDToItsOwner(t *testing.T) {
+	t.Parallel()
+	for _, body := range []string{`{"id":"","type":"a","args":[]}`, `{"type":"a","args":[]}`, `{"id":null,"type":"a","args":[]}`} {
+		j, err := ParseTemplate([]byte(body))
+		if err != nil || j.ID != "" || j.ServerID || j.Type != "a" {
+			t.Fatalf("ParseTemplate(%s) = %+v, %v; want the job with no id", body, j, err)
+		}
+		if _, err := ParseJob([]byte(body)); body == `{"id":"","type":"a","args":[]}` && err == nil {
+			t.Fatalf("ParseJob(%s) accepted the empty id", body)
+		}
+	}
+	const id = "019461a8-1a2b-7c3d-8e4f-5a6b7c8d9e0f"
+	if j, err := ParseTemplate([]byte(`{"id":"` + id + `","type":"a","args":[]}`)); err != nil || j.ID != id {
+		t.Fatalf("ParseTemplate with an id: %+v, %v", j, err)
+	}
+	if _, err := ParseTemplate([]byte(`{"id":"x","type":"a","args":[]}`)); err == nil {
+		t.Fatal("ParseTemplate accepted a malformed id")
+	}
+}
