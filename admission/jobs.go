@@ -69,12 +69,18 @@ func (s *Service) Activate(ctx context.Context, id string) (*ojs.Job, error) {
 	return nj, nil
 }
 
-// ready computes the available record of j with a fresh token.
+// ready computes the available record of j with a fresh token. A job made
+// available again after a terminal state (a dead letter retry) has no
+// completed_at any more, and no retry_delay_ms: no backoff preceded it.
 func (s *Service) ready(j *ojs.Job, now time.Time) *ojs.Job {
 	nj := j.Clone()
 	nj.State = ojs.StateAvailable
 	nj.EnqueuedAt = ojs.NewTime(now)
 	nj.NextAttemptAt = nil
+	nj.CompletedAt = nil
+	if j.State == ojs.StateDiscarded {
+		nj.RetryDelayMs = nil
+	}
 	endAttempt(nj)
 	return nj
 }

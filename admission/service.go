@@ -389,6 +389,7 @@ func (s *Service) transitionFrom(ctx context.Context, id string, seed func() *oj
 			}
 			return nil, old, err
 		}
+		terminalAt(nj)
 		if pre != nil {
 			if err := pre(ctx, nj); err != nil {
 				return nil, old, err
@@ -418,6 +419,17 @@ func (s *Service) transitionFrom(ctx context.Context, id string, seed func() *oj
 		return nj, old, nil
 	}
 	return nil, nil, fmt.Errorf("%w: job %s kept changing under %d attempts", ojs.ErrConflict, id, maxCASRetries)
+}
+
+// terminalAt gives a job that reaches discarded its completed_at, the
+// time of its terminal state, as a completed job has (issue 32): clients
+// read completed_at as "finished at" whatever the outcome. Every path to
+// discarded (a nack, a timeout, an expiry, a limit or backpressure drop)
+// writes through transition, so it is set here once.
+func terminalAt(nj *ojs.Job) {
+	if nj.State == ojs.StateDiscarded && nj.CompletedAt == nil {
+		nj.CompletedAt = nj.DiscardedAt
+	}
 }
 
 // unanswered handles a write of nj over old that got no answer: it may

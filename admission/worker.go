@@ -70,8 +70,12 @@ func (s *Service) Ack(ctx context.Context, req ojs.AckRequest) (*ojs.AckResult, 
 // discarded (dead letter) when attempts are exhausted or the error is not
 // retryable.
 func (s *Service) Nack(ctx context.Context, req ojs.NackRequest) (*ojs.NackResult, error) {
+	if req.Requeue {
+		return s.requeue(ctx, req)
+	}
 	// The record budget's part for an error (issue 31), measured as the
-	// error is stored: with its attempt and time.
+	// error is stored: with its attempt, time and type.
+	req.Error.Classify()
 	stored := req.Error
 	stored.Attempt, stored.At = math.MaxInt32, ojs.NewTime(s.now())
 	if err := s.sizes.CheckError(stored); err != nil {
@@ -104,9 +108,47 @@ func (s *Service) Nack(ctx context.Context, req ojs.NackRequest) (*ojs.NackResul
 			res.RetryDelayMs = &delay
 		}
 	} else {
-		res.DiscardedAt = nj.DiscardedAt
+		res.DiscardedAt, res.CompletedAt = nj.DiscardedAt, nj.CompletedAt
 	}
 	return res, nil
+}
+
+// requeue hands an active job back (a nack with requeue, a worker shutting
+// down: issue 32): in one compare-and-swap it is available again at once,
+// with a fresh ready message written before it, as a retry that is due
+// is. The attempt is not a failure: its count is given back (the next
+// claim runs the same attempt number), no error is recorded and no backoff
+// waits. Like a retry, the job retakes a unit of its bounded queue (or
+// an overdraft unit when the queue is full) if its claim gave its unit up.
+func (s *Service) requeue(ctx context.Context, req ojs.NackRequest) (*ojs.NackResult, error) {
+	var re reentry
+	nj, old, err := s.transition(ctx, req.JobID, func(j *ojs.Job) (*ojs.Job, func(context.Context, *ojs.Job) error, error) {
+		if !answers(j, req.Attempt, req.WorkerID) {
+			return nil, nil, lateResult(j, "requeue", req.Attempt, req.WorkerID)
+		}
+		nj := s.ready(j, s.now())
+		nj.Attempt = max(j.Attempt-1, 0)
+		nj.Progress, nj.ProgressData, nj.ProgressMessage, nj.ProgressUpdatedAt = nil, nil, "", nil
+		return nj, func(ctx context.Context, nj *ojs.Job) error {
+			if err := s.take(ctx, &re, nj); err != nil {
+				return err
+			}
+			return s.store.PublishReady(ctx, nj)
+		}, nil
+	})
+	s.done(&re, nj)
+	if err != nil {
+		return nil, err
+	}
+	s.releaseLease(old)
+	s.releaseLimits(ctx, old)
+	s.beats.done(old.ID)
+	s.met.JobExecuted(ctx, nj.Queue, nj.Type, "requeued", runTime(old))
+	s.stats.move(nj.Queue, nj.Priority, ojs.StateActive, nj.State)
+	s.notify.ready(nj.Queue)
+	s.events.PublishJob(EventJobEnqueued, nj, map[string]any{"requeued": true, "previous_state": ojs.StateActive})
+	return &ojs.NackResult{ID: nj.ID, JobID: nj.ID, State: nj.State, Attempt: nj.Attempt,
+		MaxAttempts: nj.MaxAttempts, Requeued: true}, nil
 }
 
 // failed computes the record after a failed attempt of active job j, and
@@ -122,6 +164,7 @@ func (s *Service) failed(j *ojs.Job, e ojs.JobError, re *reentry) (*ojs.Job, fun
 	if maxAttempts == 0 {
 		maxAttempts = policy.MaxAttempts
 	}
+	e.Classify()
 	e.Attempt = j.Attempt
 	e.At = ojs.NewTime(now)
 	nj := j.Clone()
@@ -151,6 +194,10 @@ func (s *Service) failed(j *ojs.Job, e ojs.JobError, re *reentry) (*ojs.Job, fun
 	if retry {
 		nj.State = ojs.StateRetryable
 		nj.NextAttemptAt = ojs.NewTime(next)
+		// The backoff before the next attempt, which that attempt's
+		// fetch carries (issue 32), in milliseconds rounded up.
+		delay := int64((max(next.Sub(now), 0) + time.Millisecond - 1) / time.Millisecond)
+		nj.RetryDelayMs = &delay
 		return nj, func(ctx context.Context, nj *ojs.Job) error {
 			if err := s.take(ctx, re, nj); err != nil {
 				return err

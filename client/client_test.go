@@ -403,3 +403,48 @@ func TestBearerToken(t *testing.T) {
 		}
 	})
 }
+
+// Issue 32 through the Go client, over either binding: a nack with
+// Requeue hands the job back (available, attempt not counted), the
+// answers carry completed_at for a discarded job, the job's errors their
+// type, and a refused retry policy is a 422 *Error of type
+// validation_error with its docs link.
+func TestRequeueAndIssue32Fields(t *testing.T) {
+	t.Parallel()
+	bindings(t, func(t *testing.T, kind string) {
+		e := setup(t, kind, app.Config{}, client.Config{})
+		ctx := ctxT(t)
+		j, err := e.c.Enqueue(ctx, "r.job", []any{1}, client.Queue("requeue32"), client.Retry(client.RetryPolicy{MaxAttempts: 1}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fetch := func() *client.Job {
+			t.Helper()
+			jobs, err := e.c.Fetch(ctx, client.FetchRequest{Queues: []string{"requeue32"}, Count: 1, WorkerID: "w1"})
+			if err != nil || len(jobs) != 1 || jobs[0].ID != j.ID || jobs[0].Attempt != 1 {
+				t.Fatalf("fetch: %v %v", jobs, err)
+			}
+			return jobs[0]
+		}
+		fetch()
+		r, err := e.c.NackJob(ctx, client.Nack{JobID: j.ID, Requeue: true})
+		if err != nil || !r.Requeued || r.State != "available" || r.Attempt != 0 {
+			t.Fatalf("requeue: %+v %v", r, err)
+		}
+		fetch() // at once, attempt 1 again
+		r, err = e.c.NackJob(ctx, client.Nack{JobID: j.ID, Error: client.JobError{Code: "E_DISK", Message: "disk full"}})
+		if err != nil || r.State != "discarded" || r.CompletedAt == nil {
+			t.Fatalf("nack: %+v %v", r, err)
+		}
+		g, err := e.c.Get(ctx, j.ID)
+		if err != nil || g.CompletedAt == nil || len(g.Errors) != 1 || g.Errors[0].Type != "E_DISK" {
+			t.Fatalf("discarded job: %+v %v", g, err)
+		}
+		_, err = e.c.Enqueue(ctx, "r.job", nil, client.Retry(client.RetryPolicy{MaxAttempts: 3, BackoffCoefficient: 0.5}))
+		ce, ok := errors.AsType[*client.Error](err)
+		if !ok || ce.Status != http.StatusUnprocessableEntity || ce.Type != "validation_error" ||
+			ce.DocsURL == "" || ce.Details["field"] != "options.retry.backoff_coefficient" {
+			t.Fatalf("retry policy out of range: %#v", err)
+		}
+	})
+}

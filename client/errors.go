@@ -36,12 +36,17 @@ var (
 // HTTP status (over NATS, the status of the Nats-Service-Error-Code
 // header) and the headers that came with it.
 type Error struct {
-	Status    int
-	Code      string
+	Status int
+	Code   string
+	// Type is the class of the failure (openapi.yaml's error type):
+	// "validation_error" for a value out of its range (422), else the code.
+	Type      string
 	Message   string
 	Retryable bool
 	Details   map[string]any
 	RequestID string
+	// DocsURL links the section of jetgate's reference for the code.
+	DocsURL string
 	// RetryAfter is the Retry-After the server asked for (0: none).
 	RetryAfter time.Duration
 	// Header holds the response headers (Retry-After, X-OJS-Queue-*,
@@ -73,10 +78,12 @@ func IsCode(err error, code string) bool {
 type envelope struct {
 	Error *struct {
 		Code      string         `json:"code"`
+		Type      string         `json:"type"`
 		Message   string         `json:"message"`
 		Retryable bool           `json:"retryable"`
 		Details   map[string]any `json:"details"`
 		RequestID string         `json:"request_id"`
+		DocsURL   string         `json:"docs_url"`
 	} `json:"error"`
 }
 
@@ -87,6 +94,7 @@ func newError(status int, body []byte, h http.Header) *Error {
 	if json.Unmarshal(body, &env) == nil && env.Error != nil {
 		e.Code, e.Message, e.Retryable = env.Error.Code, env.Error.Message, env.Error.Retryable
 		e.Details, e.RequestID = env.Error.Details, env.Error.RequestID
+		e.Type, e.DocsURL = env.Error.Type, env.Error.DocsURL
 	} else {
 		e.Message = strings.TrimSpace(string(body))
 		if len(e.Message) > 200 {

@@ -57,21 +57,30 @@ type Ack struct {
 	Result   any    `json:"result,omitempty"`
 }
 
-// Nack is a worker's FAIL of one job.
+// Nack is a worker's FAIL of one job. With Requeue the worker hands the
+// job back instead (a worker shutting down): it is available again at
+// once, the attempt is not counted and Error is not recorded.
 type Nack struct {
 	JobID    string   `json:"job_id"`
 	Attempt  int      `json:"attempt,omitempty"`
 	WorkerID string   `json:"worker_id,omitempty"`
 	Error    JobError `json:"error"`
+	Requeue  bool     `json:"requeue,omitempty"`
 }
 
 // Result is the server's answer to one ack or nack: the job's state
-// after it, or the error of that item.
+// after it, or the error of that item. CompletedAt is when the job
+// reached its terminal state (completed or discarded); RetryDelayMs, for
+// a retryable job, the milliseconds until its retry is due; Requeued
+// answers a requeue.
 type Result struct {
 	JobID         string     `json:"job_id"`
 	State         string     `json:"state,omitempty"`
 	Attempt       int        `json:"attempt,omitempty"`
 	NextAttemptAt *time.Time `json:"next_attempt_at,omitempty"`
+	CompletedAt   *time.Time `json:"completed_at,omitempty"`
+	RetryDelayMs  *int64     `json:"retry_delay_ms,omitempty"`
+	Requeued      bool       `json:"requeued,omitempty"`
 	// Err is the item's error (a batch answers per item).
 	Err *Error `json:"-"`
 }
@@ -121,9 +130,11 @@ type batchItem struct {
 	Status int `json:"status"`
 	Error  *struct {
 		Code      string         `json:"code"`
+		Type      string         `json:"type"`
 		Message   string         `json:"message"`
 		Retryable bool           `json:"retryable"`
 		Details   map[string]any `json:"details"`
+		DocsURL   string         `json:"docs_url"`
 	} `json:"error"`
 }
 
@@ -146,8 +157,8 @@ func (c *Client) batch(ctx context.Context, op string, body any) ([]Result, erro
 			if status < 400 {
 				status = statusOf(it.Error.Code)
 			}
-			res[i].Err = &Error{Status: status, Code: it.Error.Code, Message: it.Error.Message,
-				Retryable: it.Error.Retryable, Details: it.Error.Details}
+			res[i].Err = &Error{Status: status, Code: it.Error.Code, Type: it.Error.Type, Message: it.Error.Message,
+				Retryable: it.Error.Retryable, Details: it.Error.Details, DocsURL: it.Error.DocsURL}
 		}
 	}
 	return res, nil

@@ -28,8 +28,6 @@ type ErrorDetailer = wire.ErrorDetailer
 type (
 	apiError     = wire.Error
 	bindingError = wire.Error
-	errorBody    = wire.ErrorBody
-	errorObject  = wire.ErrorObject
 )
 
 var (

@@ -1,15 +1,23 @@
 package httpbind
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/gorilla/mux"
+
+	"github.com/jetgate/jetgate/admission/ojs"
+	"github.com/jetgate/jetgate/admission/ojs/wire"
 )
 
 // everyBackend implements Backend and every optional interface, so New
@@ -229,4 +237,116 @@ func referenceRoutes(doc string) map[string]bool {
 		}
 	}
 	return out
+}
+
+// TestReferenceHasEveryErrorCode keeps the docs_url of every error
+// envelope pointing somewhere (issue 32): each error code of the
+// vocabulary (the Code constants of admission/ojs/errors.go, which every
+// error jetgate answers is classified into) has its section in
+// docs/reference.md, a heading "Error `<code>`" whose GitHub anchor is the
+// fragment wire.DocsURL links; and no binding source answers a code
+// outside that vocabulary as a string literal.
+func TestReferenceHasEveryErrorCode(t *testing.T) {
+	codes := errorCodes(t)
+	doc, err := os.ReadFile(referencePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	anchors := map[string]bool{}
+	for line := range strings.SplitSeq(string(doc), "\n") {
+		if strings.HasPrefix(line, "#") {
+			anchors[githubAnchor(strings.TrimLeft(line, "# "))] = true
+		}
+	}
+	for _, code := range codes {
+		u := wire.DocsURL(code)
+		frag, ok := strings.CutPrefix(u, wire.ReferenceURL+"#")
+		if !ok || !strings.HasSuffix(wire.ReferenceURL, "/docs/reference.md") {
+			t.Errorf("docs_url of %s is %s, not a section of docs/reference.md", code, u)
+			continue
+		}
+		if !anchors[frag] {
+			t.Errorf("error code %s: docs_url %s has no section in docs/reference.md (add a heading \"### Error `%s`\")", code, u, code)
+		}
+	}
+	// The envelope carries it, whatever the error.
+	env := wire.Classify(&ojs.ValidationError{Field: "x", Rule: "y"}).Envelope("r")
+	if env.Error.DocsURL != wire.DocsURL(ojs.CodeInvalidRequest) || env.Error.DocURL != env.Error.DocsURL {
+		t.Errorf("envelope docs_url %q doc_url %q, want %q", env.Error.DocsURL, env.Error.DocURL, wire.DocsURL(ojs.CodeInvalidRequest))
+	}
+	known := map[string]bool{}
+	for _, c := range codes {
+		known[c] = true
+	}
+	literal := regexp.MustCompile(`\bCode:\s*"([^"]*)"`)
+	for _, dir := range []string{".", "../natsbind", "../admission/ojs/wire", "dashboard"} {
+		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			if strings.HasSuffix(f, "_test.go") {
+				continue
+			}
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range literal.FindAllStringSubmatch(string(b), -1) {
+				if !known[m[1]] {
+					t.Errorf("%s answers error code %q, which is not an ojs.Code constant (and has no reference section)", f, m[1])
+				}
+			}
+		}
+	}
+}
+
+// errorCodes reads the values of the Code constants of admission/ojs.
+func errorCodes(t *testing.T) []string {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), "../admission/ojs/errors.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var codes []string
+	for _, d := range f.Decls {
+		g, ok := d.(*ast.GenDecl)
+		if !ok || g.Tok != token.CONST {
+			continue
+		}
+		for _, spec := range g.Specs {
+			vs := spec.(*ast.ValueSpec)
+			for i, name := range vs.Names {
+				if !strings.HasPrefix(name.Name, "Code") || i >= len(vs.Values) {
+					continue
+				}
+				if lit, ok := vs.Values[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
+					v, err := strconv.Unquote(lit.Value)
+					if err != nil {
+						t.Fatal(err)
+					}
+					codes = append(codes, v)
+				}
+			}
+		}
+	}
+	if len(codes) < 12 {
+		t.Fatalf("found only %d Code constants in admission/ojs/errors.go; the reading is broken", len(codes))
+	}
+	return codes
+}
+
+// githubAnchor is the anchor GitHub gives a heading: lower case, spaces as
+// hyphens, every character but letters, digits, '-' and '_' dropped.
+func githubAnchor(heading string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(strings.TrimSpace(heading)) {
+		switch {
+		case r == ' ':
+			b.WriteByte('-')
+		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }

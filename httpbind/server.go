@@ -202,11 +202,8 @@ func (s *server) writeJSON(w http.ResponseWriter, r *http.Request, status int, v
 		s.log.Error("encode response", "path", r.URL.Path,
 			"request_id", requestID(r.Context()), "error", err)
 		status = http.StatusInternalServerError
-		b, _ = json.Marshal(errorBody{Error: errorObject{
-			Code: ojs.CodeBackendError, Message: "internal server error", Retryable: true,
-			Details: map[string]any{}, RequestID: requestID(r.Context()),
-			Hint: defaultHint(apiError{Status: status, Code: ojs.CodeBackendError}),
-		}})
+		b, _ = json.Marshal(apiError{Status: status, Code: ojs.CodeBackendError,
+			Message: "internal server error", Retryable: true}.Envelope(requestID(r.Context())))
 	}
 	writeBody(w, status, append(b, '\n'))
 }

@@ -395,7 +395,9 @@ func (s *Service) replyError(ep endpoint, msg *nats.Msg, c *call, err error) str
 	c.out.Set(micro.ErrorHeader, e.Code)
 	b, mErr := json.Marshal(e.Envelope(c.requestID))
 	if mErr != nil {
-		b = []byte(`{"error":{"code":"` + ojs.CodeBackendError + `","message":"internal server error","retryable":true,"details":{}}}`)
+		docs := wire.DocsURL(ojs.CodeBackendError)
+		b = []byte(`{"error":{"code":"` + ojs.CodeBackendError + `","type":"` + ojs.CodeBackendError +
+			`","message":"internal server error","retryable":true,"details":{},"docs_url":"` + docs + `","doc_url":"` + docs + `"}}`)
 	}
 	s.send(msg, c, b)
 	return e.Code

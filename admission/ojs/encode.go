@@ -112,6 +112,9 @@ func (j *Job) appendJSON(b []byte, internal bool) ([]byte, error) {
 	b = appendTimeField(b, `,"discarded_at":`, j.DiscardedAt)
 	b = appendTimeField(b, `,"activated_at":`, j.ActivatedAt)
 	b = appendTimeField(b, `,"next_attempt_at":`, j.NextAttemptAt)
+	if j.RetryDelayMs != nil {
+		b = strconv.AppendInt(append(b, `,"retry_delay_ms":`...), *j.RetryDelayMs, 10)
+	}
 	if j.WorkerID != "" {
 		b = append(b, `,"worker_id":`...)
 		b = appendString(b, j.WorkerID)

@@ -32,7 +32,7 @@ func reference(t testing.TB, j *Job) []byte {
 
 func fullJob() *Job {
 	at := NewTime(time.Date(2026, 11, 22, 21, 0, 0, 123_456_789, time.UTC))
-	no, two, grace, graceMs, progress := false, 2, 5, int64(4500), 0.25
+	no, two, grace, graceMs, progress, delay := false, 2, 5, int64(4500), 0.25, int64(1500)
 	return &Job{
 		SpecVersion: SpecVersion, ID: "0193-id", Type: "email.send", Queue: "tenant:acme.a",
 		Args: json.RawMessage(`[1,"x",{"a":null}]`), Meta: json.RawMessage(`{"trace_id":"abc"}`),
@@ -45,7 +45,7 @@ func fullJob() *Job {
 			Backoff: "linear", OnExhaustion: "dead_letter"},
 		State: StateActive, Attempt: 2, MaxAttempts: 3,
 		CreatedAt: at, EnqueuedAt: at, StartedAt: at, CompletedAt: at, CancelledAt: at, DiscardedAt: at,
-		ActivatedAt: at, NextAttemptAt: at, WorkerID: "w-1",
+		ActivatedAt: at, NextAttemptAt: at, RetryDelayMs: &delay, WorkerID: "w-1",
 		Error:    &JobError{Code: "c", Message: "m", Retryable: &no, Attempt: 1, At: at},
 		Errors:   []JobError{{Code: "c", Message: "m"}},
 		Result:   json.RawMessage(`{"ok":true}`),
@@ -185,4 +185,33 @@ func TestFullJobSetsEveryStoredField(t *testing.T) {
 	}
 	check(reflect.ValueOf(*j), "Job.")
 	check(reflect.ValueOf(j.Internal), "Internal.")
+}
+
+// Issue 32: a record stored before it reads in today's shape: a discarded
+// job gets completed_at (its discarded_at) and every error its type (the
+// code, else handler_error); a record that has them keeps its own.
+func TestStoredRecordBeforeIssue32Upgrades(t *testing.T) {
+	t.Parallel()
+	old := `{"id":"x","type":"t","queue":"q","args":[],"state":"discarded","attempt":2,"max_attempts":2,` +
+		`"discarded_at":"2026-11-20T10:00:00.000Z","error":{"code":"E_DISK","message":"full","attempt":2},` +
+		`"errors":[{"message":"bare","attempt":1},{"code":"E_DISK","message":"full","attempt":2}]}`
+	var j Job
+	if err := json.Unmarshal([]byte(old), &j); err != nil {
+		t.Fatal(err)
+	}
+	if j.CompletedAt == nil || !j.CompletedAt.Equal(j.DiscardedAt.Time) {
+		t.Fatalf("completed_at %v, want discarded_at %v", j.CompletedAt, j.DiscardedAt)
+	}
+	if j.Error.Type != "E_DISK" || j.Errors[0].Type != ErrorTypeHandler || j.Errors[1].Type != "E_DISK" {
+		t.Fatalf("types: error %q, errors %q %q", j.Error.Type, j.Errors[0].Type, j.Errors[1].Type)
+	}
+	kept := `{"id":"x","type":"t","queue":"q","args":[],"state":"completed","completed_at":"2026-11-20T10:00:00.000Z",` +
+		`"errors":[{"code":"c","type":"ConnectionTimeout","message":"m"}],"x_unknown":1}`
+	var k Job
+	if err := json.Unmarshal([]byte(kept), &k); err != nil {
+		t.Fatal(err)
+	}
+	if k.Errors[0].Type != "ConnectionTimeout" || k.CompletedAt == nil || k.DiscardedAt != nil || k.Extra["x_unknown"] == nil {
+		t.Fatalf("a record in today's shape changed on reading: %+v", k)
+	}
 }

@@ -51,6 +51,11 @@ type ValidationError struct {
 	Rule     string // what was expected, e.g. "integer >= 1"
 	Received string // what was sent, shortened; may be empty
 	Message  string // optional full sentence; built from the rest if empty
+	// Semantic marks a value that breaks a rule of what it means rather
+	// than of the request's shape: a retry policy out of range (issue 32,
+	// ojs-retry.md 11.1). The bindings answer it 422 with error type
+	// validation_error instead of 400.
+	Semantic bool
 }
 
 func (e *ValidationError) Error() string {

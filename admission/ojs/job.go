@@ -78,7 +78,10 @@ type Job struct {
 	// state says pending afterwards.
 	Pending bool `json:"-"`
 
-	// System-managed.
+	// System-managed. RetryDelayMs is the backoff that preceded the job's
+	// current (or next) attempt in milliseconds, set when a failed attempt
+	// schedules a retry, so a fetched retry carries it (issue 32); absent
+	// on a job that never waited for a retry.
 	State         State           `json:"state"`
 	Attempt       int             `json:"attempt"`
 	MaxAttempts   int             `json:"max_attempts"`
@@ -90,6 +93,7 @@ type Job struct {
 	DiscardedAt   *Time           `json:"discarded_at,omitempty"`
 	ActivatedAt   *Time           `json:"activated_at,omitempty"`
 	NextAttemptAt *Time           `json:"next_attempt_at,omitempty"`
+	RetryDelayMs  *int64          `json:"retry_delay_ms,omitempty"`
 	WorkerID      string          `json:"worker_id,omitempty"`
 	Error         *JobError       `json:"error,omitempty"`
 	Errors        []JobError      `json:"errors,omitempty"`
@@ -197,6 +201,23 @@ type JobError struct {
 	ElapsedMs      int64  `json:"elapsed_ms,omitempty"`
 }
 
+// Classify fills in Type when the worker sent none (issue 32): a stored
+// error always has the type that classifies it (ojs-core.md 8 makes it
+// required), the worker's type, else its code, else ErrorTypeHandler.
+func (e *JobError) Classify() {
+	if e.Type == "" {
+		e.Type = e.Code
+	}
+	if e.Type == "" {
+		e.Type = ErrorTypeHandler
+	}
+}
+
+// ErrorTypeHandler is the type of a failure the worker reported with a
+// message alone: an error of its handler (ojs-http-binding.md 16.3
+// handler_error).
+const ErrorTypeHandler = "handler_error"
+
 // Kind is the error's type for non-retryable matching: Type if set, else Code.
 func (e *JobError) Kind() string {
 	if e.Type != "" {
@@ -264,9 +285,10 @@ func (j *Job) TotalDeadline() (time.Time, bool) {
 }
 
 // TTLDeadline is when the job's enqueue TTL ends, if it has one and has
-// never started.
+// never started. A job handed back by a requeue (issue 32) started once
+// even though its attempt count went back to 0: its started_at says so.
 func (j *Job) TTLDeadline() (time.Time, bool) {
-	if j.EnqueueTTLMs <= 0 || j.CreatedAt == nil || j.Attempt > 0 {
+	if j.EnqueueTTLMs <= 0 || j.CreatedAt == nil || j.Attempt > 0 || j.StartedAt != nil {
 		return time.Time{}, false
 	}
 	return j.CreatedAt.Add(time.Duration(j.EnqueueTTLMs) * time.Millisecond), true
@@ -305,6 +327,7 @@ func (j *Job) UnmarshalJSON(b []byte) error {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&a); err == nil {
 		*j = Job(a)
+		j.upgrade()
 		return nil
 	}
 	a = jobAlias{}
@@ -324,5 +347,23 @@ func (j *Job) UnmarshalJSON(b []byte) error {
 			j.Extra[k] = v
 		}
 	}
+	j.upgrade()
 	return nil
+}
+
+// upgrade brings a record stored before issue 32 to today's shape, so it
+// reads as a new one: a discarded job has completed_at (the time of its
+// terminal state, its discarded_at), and every stored error its type.
+func (j *Job) upgrade() {
+	if j.State == StateDiscarded && j.CompletedAt == nil {
+		j.CompletedAt = j.DiscardedAt
+	}
+	if j.Error != nil && j.Error.Type == "" {
+		j.Error.Classify()
+	}
+	for i := range j.Errors {
+		if j.Errors[i].Type == "" {
+			j.Errors[i].Classify()
+		}
+	}
 }

@@ -69,11 +69,18 @@ type NackRequest struct {
 	Error    JobError
 	WorkerID string
 	Attempt  int // as in AckRequest
+	// Requeue hands the job back without failing it (a worker shutting
+	// down, issue 32): it is available again at once, its attempt is not
+	// counted, and Error (optional then) is not recorded.
+	Requeue bool
 }
 
 // NackResult is the answer to a FAIL. ID repeats JobID as in AckResult.
 // RetryDelayMs, set when the job is retryable, is how many milliseconds
 // remain until the retry is due (NextAttemptAt - now, at least 0).
+// CompletedAt, set when the job is discarded, is when it reached that
+// terminal state, as for a completed job (issue 32). Requeued answers a
+// requeue: the job is available, Attempt the attempts it has used.
 type NackResult struct {
 	ID            string `json:"id"`
 	JobID         string `json:"job_id"`
@@ -83,6 +90,8 @@ type NackResult struct {
 	NextAttemptAt *Time  `json:"next_attempt_at,omitempty"`
 	RetryDelayMs  *int64 `json:"retry_delay_ms,omitempty"`
 	DiscardedAt   *Time  `json:"discarded_at,omitempty"`
+	CompletedAt   *Time  `json:"completed_at,omitempty"`
+	Requeued      bool   `json:"requeued,omitempty"`
 }
 
 // Worker lifecycle directives answered to a heartbeat.

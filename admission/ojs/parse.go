@@ -43,6 +43,28 @@ func ParseJob(body []byte) (*Job, error) {
 	return parseJobValue(body, "")
 }
 
+// ParseTemplate parses a job template jetgate stored itself, whose id its
+// owner sets (a workflow step, enqueued under an id derived from its
+// workflow's): as ParseJob, except that an empty id, which templates are
+// stored with, is no error (issue 32 refuses it from clients) and leaves
+// ID empty, not a server-made id, for the caller to set.
+func ParseTemplate(body []byte) (*Job, error) {
+	top, err := decodeObject(body, "")
+	if err != nil {
+		return nil, err
+	}
+	if c := top.cand("id"); c.raw == nil || string(c.raw) == `""` {
+		delete(top.m, "id")
+		j, err := parseJobObject(top)
+		if err != nil {
+			return nil, err
+		}
+		j.ID, j.ServerID = "", false
+		return j, nil
+	}
+	return parseJobObject(top)
+}
+
 // ParseBatch parses a batch enqueue body {"jobs":[...]} (ojs-http-binding.md
 // 9.2). It is all or nothing: the first invalid job fails the batch, with
 // field paths such as "jobs[3].args". The list must hold 1..MaxBatchSize jobs
@@ -103,6 +125,11 @@ func parseJobValue(raw json.RawMessage, prefix string) (*Job, error) {
 	if err != nil {
 		return nil, err
 	}
+	return parseJobObject(top)
+}
+
+// parseJobObject parses one decoded job object (see parseJobValue).
+func parseJobObject(top object) (*Job, error) {
 	opts, err := top.child("options")
 	if err != nil {
 		return nil, err
@@ -199,10 +226,8 @@ func parseIdentity(j *Job, top, _ object) error {
 	if !ok {
 		return wrongKind(c, idRule)
 	}
-	if s == "" {
-		j.ID, j.ServerID = NewID(), true
-		return nil
-	}
+	// An empty id is malformed like any other (issue 32): a client that
+	// wants the server to choose leaves id out (or sends null).
 	// ojs-core.md 5.1: a lowercase UUIDv7. An uppercase id is refused, not
 	// lowercased (ojs-json-format.md 6.2 would accept it): the client keeps
 	// the id it sent, and a lowercased job would not be found under it.
@@ -530,20 +555,39 @@ func applyRetry(p *RetryPolicy, objs []object) error {
 		return cs
 	}
 	var r resolver
-	set(&r, &p.MaxAttempts, parseAttempts, same, fields("max_attempts")...)
-	initFrom := set(&r, &p.InitialInterval, parseInterval, same, fields("initial_interval_ms", "initial_interval")...)
-	set(&r, &p.BackoffCoefficient, parseCoefficient, same, fields("backoff_coefficient")...)
-	maxFrom := set(&r, &p.MaxInterval, parseInterval, same, fields("max_interval_ms", "max_interval")...)
-	set(&r, &p.Jitter, parseBool, same, fields("jitter")...)
-	set(&r, &p.NonRetryableErrors, parseNonRetryable, slices.Equal, fields("non_retryable_errors")...)
-	set(&r, &p.Backoff, parseBackoff, same, fields("backoff_type", "backoff_strategy")...)
-	set(&r, &p.OnExhaustion, parseExhaustion, same, fields("on_exhaustion")...)
+	set(&r, &p.MaxAttempts, policyRule(parseAttempts), same, fields("max_attempts")...)
+	initFrom := set(&r, &p.InitialInterval, policyRule(parseInterval), same, fields("initial_interval_ms", "initial_interval")...)
+	set(&r, &p.BackoffCoefficient, policyRule(parseCoefficient), same, fields("backoff_coefficient")...)
+	maxFrom := set(&r, &p.MaxInterval, policyRule(parseInterval), same, fields("max_interval_ms", "max_interval")...)
+	set(&r, &p.Jitter, policyRule(parseBool), same, fields("jitter")...)
+	set(&r, &p.NonRetryableErrors, policyRule(parseNonRetryable), slices.Equal, fields("non_retryable_errors")...)
+	set(&r, &p.Backoff, policyRule(parseBackoff), same, fields("backoff_type", "backoff_strategy")...)
+	set(&r, &p.OnExhaustion, policyRule(parseExhaustion), same, fields("on_exhaustion")...)
 	if r.err == nil && p.MaxInterval < p.InitialInterval {
 		from := cmp.Or(maxFrom, initFrom) // only a given initial_interval can exceed the default max
-		return &ValidationError{Field: from.path(), Rule: "a duration >= initial_interval",
+		return &ValidationError{Field: from.path(), Rule: "a duration >= initial_interval", Semantic: true,
 			Received: FormatISODuration(p.MaxInterval.D()) + " < " + FormatISODuration(p.InitialInterval.D())}
 	}
 	return r.err
+}
+
+// policyRule marks the errors of a retry policy field's parser Semantic
+// (issue 32): ojs-retry.md 11.1 lists every rule a policy's values must
+// meet (max_attempts >= 0, backoff_coefficient >= 1.0, jitter a boolean,
+// ...) as one error type, validation.retry_policy_invalid, which the
+// bindings answer 422 validation_error. A retry object that is not an
+// object, an unknown key in it, or two forms of one field that disagree
+// stay 400: the request's shape, not the policy, is wrong.
+func policyRule[T any](parse func(cand) (T, bool, error)) func(cand) (T, bool, error) {
+	return func(c cand) (T, bool, error) {
+		v, ok, err := parse(c)
+		if ve, isVE := err.(*ValidationError); isVE {
+			m := *ve
+			m.Semantic = true
+			err = &m
+		}
+		return v, ok, err
+	}
 }
 
 // parseAttempts reads max_attempts: ojs-retry.md 2.2 and 11.1 allow 0 (no

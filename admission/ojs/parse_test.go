@@ -249,7 +249,7 @@ func TestParseJobPlacements(t *testing.T) {
 		{"specversion 1.0.2", `{"specversion":"1.0.2"}`, func(j *Job) bool { return j.SpecVersion == "1.0" }},
 		{"client id kept (core 5.1)", `{"id":"019461a8-1a2b-7c3d-8e4f-5a6b7c8d9e0f"}`,
 			func(j *Job) bool { return j.ID == "019461a8-1a2b-7c3d-8e4f-5a6b7c8d9e0f" }},
-		{"empty id generates one", `{"id":""}`, func(j *Job) bool { return ValidID(j.ID) == nil }},
+		{"null id generates one", `{"id":null}`, func(j *Job) bool { return ValidID(j.ID) == nil && j.ServerID }},
 		{"type with digits and underscores", `{"type":"data.etl_2.transform"}`, func(j *Job) bool { return j.Type == "data.etl_2.transform" }},
 		{"type of 255 characters", `{"type":"` + strings.Repeat("a", 255) + `"}`, func(j *Job) bool { return len(j.Type) == 255 }},
 		{"queue of 128 characters", `{"queue":"` + strings.Repeat("q", 128) + `"}`, func(j *Job) bool { return len(j.Queue) == 128 }},
@@ -345,6 +345,8 @@ func TestParseJobRejects(t *testing.T) {
 		{"id uppercase core 5.1", `{"id":"019461A8-1A2B-7C3D-8E4F-5A6B7C8D9E0F","type":"a","args":[]}`, "id", []string{"lowercase UUIDv7", "019461A8"}},
 		{"id mixed case core 5.1", `{"id":"019461a8-1a2b-7c3d-8e4f-5a6b7c8d9e0F","type":"a","args":[]}`, "id", []string{"lowercase UUIDv7"}},
 		{"id number", `{"id":1,"type":"a","args":[]}`, "id", []string{"received number"}},
+		// issue 32: an empty id is malformed like any other.
+		{"id empty issue 32", `{"id":"","type":"a","args":[]}`, "id", []string{"lowercase UUIDv7", `""`}},
 		// queue (core 5.1).
 		{"queue uppercase", `{"type":"a","args":[],"queue":"Email"}`, "queue", []string{`"Email"`}},
 		{"queue leading hyphen", `{"type":"a","args":[],"queue":"-q"}`, "queue", nil},
@@ -499,6 +501,37 @@ func TestParseJobRetryRejects(t *testing.T) {
 		{"top-level retry field error path", `{"type":"a","args":[],"retry":{"max_attempts":-3}}`, "retry.max_attempts", nil},
 	}
 	runErrCases(t, parseJobErr, tests)
+}
+
+// Issue 32: a retry policy's values that break ojs-retry.md 11.1 are
+// Semantic (the bindings answer 422 validation_error); a retry that is
+// not an object, an unknown key in it, or two forms that disagree are not
+// (400, the request's shape).
+func TestParseJobRetryRejectsSemantic(t *testing.T) {
+	t.Parallel()
+	b := func(retry string) string { return `{"type":"a","args":[],"options":{"retry":` + retry + `}}` }
+	for body, want := range map[string]bool{
+		b(`{"max_attempts":-1}`):                                true,
+		b(`{"backoff_coefficient":0.5}`):                        true,
+		b(`{"initial_interval":"PT10S","max_interval":"PT5S"}`): true,
+		b(`{"on_exhaustion":"retry_forever"}`):                  true,
+		b(`{"jitter":"true"}`):                                  true,
+		`{"type":"a","args":[],"retry":{"max_attempts":-3}}`:    true,
+		b(`5`):                 false,
+		b(`{"max_attempt":3}`): false,
+		`{"type":"a","args":[],"retry":{"max_attempts":2},"options":{"retry":{"max_attempts":3}}}`: false,
+		`{"type":"a","args":[],"priority":-1}`:                                                     false,
+	} {
+		_, err := ParseJob([]byte(body))
+		ve, ok := errors.AsType[*ValidationError](err)
+		if !ok {
+			t.Errorf("ParseJob(%s) = %v, want a *ValidationError", body, err)
+			continue
+		}
+		if ve.Semantic != want {
+			t.Errorf("ParseJob(%s): %v Semantic %v, want %v", body, ve, ve.Semantic, want)
+		}
+	}
 }
 
 // spec/README.md decision 2: one setting in two places or forms with
@@ -832,5 +865,28 @@ func BenchmarkParseJob(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// ParseTemplate reads a template jetgate stored itself (a workflow step,
+// stored with "id": ""): the empty id that issue 32 refuses from clients
+// is no error there, and leaves the id to the template's owner.
+func TestParseTemplateLeavesTheIDToItsOwner(t *testing.T) {
+	t.Parallel()
+	for _, body := range []string{`{"id":"","type":"a","args":[]}`, `{"type":"a","args":[]}`, `{"id":null,"type":"a","args":[]}`} {
+		j, err := ParseTemplate([]byte(body))
+		if err != nil || j.ID != "" || j.ServerID || j.Type != "a" {
+			t.Fatalf("ParseTemplate(%s) = %+v, %v; want the job with no id", body, j, err)
+		}
+		if _, err := ParseJob([]byte(body)); body == `{"id":"","type":"a","args":[]}` && err == nil {
+			t.Fatalf("ParseJob(%s) accepted the empty id", body)
+		}
+	}
+	const id = "019461a8-1a2b-7c3d-8e4f-5a6b7c8d9e0f"
+	if j, err := ParseTemplate([]byte(`{"id":"` + id + `","type":"a","args":[]}`)); err != nil || j.ID != id {
+		t.Fatalf("ParseTemplate with an id: %+v, %v", j, err)
+	}
+	if _, err := ParseTemplate([]byte(`{"id":"x","type":"a","args":[]}`)); err == nil {
+		t.Fatal("ParseTemplate accepted a malformed id")
 	}
 }

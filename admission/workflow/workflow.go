@@ -351,7 +351,7 @@ func (e *Engine) enqueue(ctx context.Context, r *record, steps []*step) error {
 // enqueueStep enqueues s's job under its derived id. A job already there
 // (an earlier attempt, another process's backstop) is success.
 func (e *Engine) enqueueStep(ctx context.Context, r *record, s *step) (*ojs.Job, error) {
-	j, err := ojs.ParseJob(s.Job)
+	j, err := ojs.ParseTemplate(s.Job)
 	if err != nil {
 		return nil, fmt.Errorf("workflow %s step %s: stored job: %w", r.ID, s.Name, err)
 	}

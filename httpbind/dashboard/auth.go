@@ -8,6 +8,7 @@ import (
 
 	"github.com/jetgate/jetgate/admission/authz"
 	"github.com/jetgate/jetgate/admission/ojs"
+	"github.com/jetgate/jetgate/admission/ojs/wire"
 )
 
 // Access control. A browser cannot send an Authorization header with a
@@ -114,12 +115,10 @@ func (d *Dashboard) unauthorized(w http.ResponseWriter, r *http.Request, wrong b
 		`<button type="submit">Open</button></form></main></body></html>`))
 }
 
-// writeError writes the OJS error envelope (the HTTP binding's shape); a
-// 5xx is retryable.
+// writeError writes the OJS error envelope (the HTTP binding's shape,
+// wire.Error's: with its type, hint and docs_url); a 5xx is retryable.
 func writeError(w http.ResponseWriter, status int, code, msg string) {
-	b, _ := json.Marshal(map[string]any{"error": map[string]any{
-		"code": code, "message": msg, "retryable": status >= 500, "details": map[string]any{},
-	}})
+	b, _ := json.Marshal(wire.Error{Status: status, Code: code, Message: msg, Retryable: status >= 500}.Envelope(""))
 	w.Header().Set("Content-Type", "application/openjobspec+json")
 	w.WriteHeader(status)
 	_, _ = w.Write(append(b, '\n'))

@@ -45,18 +45,46 @@ type ErrorBody struct {
 	Error ErrorObject `json:"error"`
 }
 
-// ErrorObject is the envelope's error. Hint is one sentence that says what
-// to do about it. The embedded QueueFullFields are set only on QUEUE_FULL,
-// where ojs-backpressure.md 7.1 shows them beside code and message.
+// ErrorObject is the envelope's error. Type is the class of the failure
+// as openapi.yaml's OJSError names it (issue 32): validation_error for a
+// well-formed value that breaks its rule (422), else the code. Hint is one
+// sentence that says what to do about it; DocsURL links the section of
+// docs/reference.md for the code (issue 32; ojs-errors.md 3.2 calls it
+// doc_url, which is sent too). The embedded QueueFullFields are set only
+// on QUEUE_FULL, where ojs-backpressure.md 7.1 shows them beside code and
+// message.
 type ErrorObject struct {
 	Code      string         `json:"code"`
+	Type      string         `json:"type"`
 	Message   string         `json:"message"`
 	Retryable bool           `json:"retryable"`
 	Details   map[string]any `json:"details"`
 	RequestID string         `json:"request_id"`
 	Hint      string         `json:"hint"`
+	DocsURL   string         `json:"docs_url"`
+	DocURL    string         `json:"doc_url"`
 	*QueueFullFields
 }
+
+// TypeValidation is the error type of a well-formed value that breaks a
+// rule of what it means (a retry policy out of range): 422, openapi.yaml's
+// validation_error.
+const TypeValidation = "validation_error"
+
+// ReferenceURL is the docs/reference.md an envelope's docs_url points
+// into; its section "Error `<code>`" describes each code.
+const ReferenceURL = "https://github.com/jetgate/jetgate/blob/main/docs/reference.md"
+
+// DocsURL is the link to the section of docs/reference.md for an error
+// code: the heading "### Error `<code>`", whose anchor GitHub writes as
+// "error-" and the code in lower case (TestReferenceHasEveryErrorCode
+// keeps the headings there).
+func DocsURL(code string) string {
+	return ReferenceURL + "#" + ErrorAnchor(code)
+}
+
+// ErrorAnchor is the anchor of an error code's section in the reference.
+func ErrorAnchor(code string) string { return "error-" + strings.ToLower(code) }
 
 // QueueFullFields are the top-level fields of a QUEUE_FULL error.
 type QueueFullFields struct {
@@ -73,8 +101,10 @@ type QueueFullFields struct {
 // (a route that does not exist, a missing token) through the same path:
 // Classify returns it unchanged.
 type Error struct {
-	Status    int
-	Code      string
+	Status int
+	Code   string
+	// Type is the envelope's type; empty: the code.
+	Type      string
 	Message   string
 	Retryable bool
 	Details   map[string]any
@@ -104,9 +134,11 @@ func (e Error) Envelope(requestID string) ErrorBody {
 	if d == nil {
 		d = map[string]any{}
 	}
+	docs := DocsURL(e.Code)
 	return ErrorBody{Error: ErrorObject{
-		Code: e.Code, Message: e.Message, Retryable: e.Retryable, Details: d,
-		RequestID: requestID, Hint: cmp.Or(e.Hint, DefaultHint(e)), QueueFullFields: e.QueueFull,
+		Code: e.Code, Type: cmp.Or(e.Type, e.Code), Message: e.Message, Retryable: e.Retryable, Details: d,
+		RequestID: requestID, Hint: cmp.Or(e.Hint, DefaultHint(e)), DocsURL: docs, DocURL: docs,
+		QueueFullFields: e.QueueFull,
 	}}
 }
 
@@ -117,7 +149,7 @@ func (e Error) Envelope(requestID string) ErrorBody {
 // chain adds its details last.
 func Classify(err error) Error {
 	e := classifyAny(err)
-	if e.Code == ojs.CodeInvalidRequest && e.Status == http.StatusBadRequest && errors.Is(err, ojs.ErrInvalid) {
+	if e.Code == ojs.CodeInvalidRequest && (e.Status == http.StatusBadRequest || e.Type == TypeValidation) && errors.Is(err, ojs.ErrInvalid) {
 		if _, ok := errors.AsType[*envelopeError](err); ok {
 			e.Code = ojs.CodeInvalidPayload
 		}
@@ -157,6 +189,12 @@ func classifyTyped(err error) (Error, bool) {
 		}
 		ae := clientError(http.StatusBadRequest, ojs.CodeInvalidRequest, e.Error(), d)
 		ae.Hint = validationHint(e)
+		if e.Semantic {
+			// Issue 32: a retry policy out of range is 422 with type
+			// validation_error (openapi.yaml's OJSError); the code stays
+			// the binding's (invalid_payload in a job envelope).
+			ae.Status, ae.Type = http.StatusUnprocessableEntity, TypeValidation
+		}
 		return ae, true
 	}
 	if e, ok := errors.AsType[*ojs.TooLargeError](err); ok {

@@ -171,6 +171,16 @@ func DecodeNack(b []byte) (ojs.NackRequest, error) {
 	if req.Attempt, err = resultAttempt(o); err != nil {
 		return req, err
 	}
+	requeue, err := o.Boolean("requeue")
+	if err != nil {
+		return req, err
+	}
+	req.Requeue = requeue != nil && *requeue
+	if _, given := o.Get("error"); req.Requeue && !given {
+		// A requeue hands the job back; it reports no failure, so it
+		// needs no error (issue 32). One given is read, and must be valid.
+		return req, nil
+	}
 	req.Error, err = decodeJobError(o)
 	return req, err
 }
