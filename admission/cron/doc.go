@@ -77,6 +77,11 @@
 // A job that cannot be found counts as finished (removed by retention, or
 // refused at its enqueue).
 //
+// Each tick says what it did (ojs-events.md 4.5): cron.triggered from the
+// handler whose enqueue created the tick's job, cron.skipped from the
+// handler whose compare-and-swap decided to skip it (reason
+// overlap_prevention) or whose enqueue was refused (enqueue_refused).
+//
 // A definition registered or PUT with "enabled": false has no next tick
 // and no schedule; PUT with "enabled": true schedules the first tick after
 // now. PUT replaces a definition as a new registration (generation): the

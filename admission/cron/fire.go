@@ -47,7 +47,7 @@ func (s *Scheduler) fire(ctx context.Context, name, gen string, tick time.Time) 
 			// next tick). Its handler may have stopped before enqueueing
 			// the job it recorded, or before writing the next schedule.
 			if r.LastJobID == TickJobID(name, gen, tick) {
-				if err := s.start(ctx, r); err != nil {
+				if err := s.start(ctx, r, tick); err != nil {
 					return err
 				}
 			}
@@ -57,7 +57,7 @@ func (s *Scheduler) fire(ctx context.Context, name, gen string, tick time.Time) 
 		if err != nil {
 			return nil // cannot happen: validated at registration
 		}
-		run, replaced, err := s.decide(ctx, r, tick)
+		run, replaced, blocking, err := s.decide(ctx, r, tick)
 		if err != nil {
 			return err
 		}
@@ -86,9 +86,11 @@ func (s *Scheduler) fire(ctx context.Context, name, gen string, tick time.Time) 
 			}
 		}
 		if run {
-			if err := s.start(ctx, &nr); err != nil {
+			if err := s.start(ctx, &nr, tick); err != nil {
 				return err
 			}
+		} else {
+			s.skipped(r, tick, reasonOverlap, blocking, nil)
 		}
 		return s.schedule(ctx, &nr)
 	}
@@ -98,28 +100,29 @@ func (s *Scheduler) fire(ctx context.Context, name, gen string, tick time.Time) 
 // decide applies r's overlap policy to the tick (evaluated before
 // anything the enqueue itself decides, ojs-extension-interactions.md 13,
 // EI-011): whether the tick runs, and the unfinished job of the last run
-// it replaces (policy cancel). The last run's job was enqueued before
-// this tick was scheduled (fire), so a job that cannot be found has ended
-// and been removed (retention), or was refused at its enqueue.
-func (s *Scheduler) decide(ctx context.Context, r *record, tick time.Time) (run bool, replaced string, err error) {
+// it replaces (policy cancel), or the unfinished job that makes it skip
+// (policy skip). The last run's job was enqueued before this tick was
+// scheduled (fire), so a job that cannot be found has ended and been
+// removed (retention), or was refused at its enqueue.
+func (s *Scheduler) decide(ctx context.Context, r *record, tick time.Time) (run bool, replaced, blocking string, err error) {
 	mode := ojs.CronOverlapMode(r.OverlapPolicy)
 	if mode == ojs.CronOverlapAllow || r.LastJobID == "" {
-		return true, "", nil
+		return true, "", "", nil
 	}
 	prev, err := s.jobs.Get(ctx, r.LastJobID)
 	switch {
 	case errors.Is(err, ojs.ErrNotFound):
-		return true, "", nil
+		return true, "", "", nil
 	case err != nil:
-		return false, "", err
+		return false, "", "", err
 	case prev.State.Terminal():
-		return true, "", nil
+		return true, "", "", nil
 	case mode == ojs.CronOverlapCancel:
 		s.log.Info("cron tick replaces the unfinished previous run", "cron", r.Name, "tick", tick, "previous", prev.ID, "state", prev.State)
-		return true, prev.ID, nil
+		return true, prev.ID, "", nil
 	}
 	s.log.Info("cron tick skipped: previous run still unfinished", "cron", r.Name, "tick", tick, "previous", prev.ID, "state", prev.State)
-	return false, "", nil
+	return false, "", prev.ID, nil
 }
 
 // start carries out a tick that r records as run: it cancels the job the
@@ -128,8 +131,9 @@ func (s *Scheduler) decide(ctx context.Context, r *record, tick time.Time) (run 
 // created expecting no record under its id, so a repeated start (a
 // redelivered tick, a racing handler) finds the first one's job. An
 // enqueue refused for good (a full queue, a unique conflict) ends the
-// tick, as a producer's refused enqueue would.
-func (s *Scheduler) start(ctx context.Context, r *record) error {
+// tick, as a producer's refused enqueue would. The start that creates the
+// job publishes cron.triggered; a refused enqueue, cron.skipped.
+func (s *Scheduler) start(ctx context.Context, r *record, tick time.Time) error {
 	if r.CancelJobID != "" {
 		_, _, err := s.jobs.Cancel(ctx, r.CancelJobID)
 		switch {
@@ -146,6 +150,7 @@ func (s *Scheduler) start(ctx context.Context, r *record) error {
 	j, err := r.template()
 	if err != nil {
 		s.log.Error("cron job template no longer valid", "cron", r.Name, "error", err)
+		s.skipped(r, tick, reasonRefused, "", err)
 		return nil
 	}
 	j.ID = r.LastJobID
@@ -158,8 +163,48 @@ func (s *Scheduler) start(ctx context.Context, r *record) error {
 			return err
 		}
 		s.log.Warn("cron tick refused by enqueue", "cron", r.Name, "job", j.ID, "error", err)
+		existing := ""
+		if errors.As(err, &dup) {
+			existing = dup.ExistingID
+		}
+		s.skipped(r, tick, reasonRefused, existing, err)
+		return nil
 	}
+	s.publish(EventTriggered, r, map[string]any{"job_id": j.ID, "scheduled_at": ojs.NewTime(tick)})
 	return nil
+}
+
+// Reasons of cron.skipped (ojs-events.md 4.5).
+const (
+	// reasonOverlap: overlap policy skip, the last run's job unfinished.
+	reasonOverlap = "overlap_prevention"
+	// reasonRefused: the tick's enqueue was refused for good (a full
+	// queue, a unique conflict, a template no longer valid).
+	reasonRefused = "enqueue_refused"
+)
+
+// skipped publishes cron.skipped for the tick of r that enqueued nothing:
+// existing is the job that caused it (the unfinished last run, or the
+// duplicate a unique key found), cause the enqueue's refusal.
+func (s *Scheduler) skipped(r *record, tick time.Time, reason, existing string, cause error) {
+	data := map[string]any{"reason": reason, "scheduled_at": ojs.NewTime(tick)}
+	if existing != "" {
+		data["existing_job_id"] = existing
+	}
+	if cause != nil {
+		data["error"] = cause.Error()
+	}
+	s.publish(EventSkipped, r, data)
+}
+
+// publish sends a cron event about r (ojs-events.md 4.5: cron_name,
+// cron_expr and job_type in every one), its subject the cron job's name.
+func (s *Scheduler) publish(typ string, r *record, data map[string]any) {
+	if s.cfg.Events == nil {
+		return
+	}
+	data["cron_name"], data["cron_expr"], data["job_type"] = r.Name, r.Cron, r.Type
+	s.cfg.Events.Publish(typ, r.Name, data)
 }
 
 // after is the tick that follows tick. Ticks missed while no process ran

@@ -51,7 +51,21 @@ type Config struct {
 	// AckWait is how long a fired tick held by a process that stopped
 	// answering waits before another process handles it (default 30 s).
 	AckWait time.Duration
+	// Events receives cron.triggered and cron.skipped (ojs-events.md
+	// 4.5, MUST at level 2); nil publishes none.
+	Events Events
 }
+
+// Events receives the cron events; jetstream/events.Publisher meets it.
+type Events interface {
+	Publish(eventType, subject string, data any)
+}
+
+// Cron event types (ojs-events.md 3.6).
+const (
+	EventTriggered = "cron.triggered"
+	EventSkipped   = "cron.skipped"
+)
 
 // Headers of a tick's schedule, copied by JetStream onto the fired message.
 const (

@@ -108,6 +108,8 @@ type env struct {
 	ns    *server.Server
 	clock fastClock
 	rec   *recorder
+	// events, when set, receives every process's cron events.
+	events cron.Events
 }
 
 func newEnv(t *testing.T, k float64) *env {
@@ -139,7 +141,7 @@ func (e *env) start(n int, failOnce *sync.Once) proc {
 	if err := svc.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	sched, err := cron.New(countingJobs{svc, n, e.rec, failOnce}, js, assets, cron.Config{Clock: e.clock, AckWait: 2 * time.Second})
+	sched, err := cron.New(countingJobs{svc, n, e.rec, failOnce}, js, assets, cron.Config{Clock: e.clock, AckWait: 2 * time.Second, Events: e.events})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -251,7 +251,7 @@ func (s *Server) startWorkers(ctx context.Context, assets *topology.Assets) erro
 // through the admission service.
 func (s *Server) startCron(ctx context.Context, assets *topology.Assets) error {
 	var err error
-	s.cron, err = cron.New(s.svc, s.js, assets, cron.Config{Logger: s.log.With("component", "cron")})
+	s.cron, err = cron.New(s.svc, s.js, assets, cron.Config{Logger: s.log.With("component", "cron"), Events: s.events})
 	if err != nil {
 		return err
 	}
