@@ -191,8 +191,9 @@ func TestCLIEnqueueMaxAttemptsZero(t *testing.T) {
 	if j := job("enqueue", "--file", f); j["max_attempts"] != float64(5) {
 		t.Fatalf("--file alone: max_attempts %v, want the file's 5", j["max_attempts"])
 	}
+	// A retry policy out of range is 422 (issue 32), naming the field.
 	_, _, err := e.cli(t, "enqueue", "attempts.zero", "--max-attempts", "-1")
-	if ae := wantAPIError(t, err, "400", "invalid_payload"); !strings.Contains(fmt.Sprint(ae.Details["field"]), "max_attempts") {
+	if ae := wantAPIError(t, err, "422", "invalid_payload"); !strings.Contains(fmt.Sprint(ae.Details["field"]), "max_attempts") {
 		t.Fatalf("--max-attempts -1: %+v, want the field named", ae)
 	}
 	_, _, err = e.cli(t, "enqueue", "attempts.zero", "--priority", "-1")
