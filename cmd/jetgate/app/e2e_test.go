@@ -32,29 +32,45 @@ type resp struct {
 	raw    string
 }
 
-func (c client) do(method, path string, body any) resp {
-	c.t.Helper()
+// ojsHTTP sends body (JSON, nil for none) to url as the OJS clients do,
+// with their content type, Accept and OJS-Version, on hc (nil: the
+// default client), and returns the answer with its body read whole. A
+// request that gets no answer fails the test.
+func ojsHTTP(t testing.TB, hc *http.Client, method, url string, body any) (*http.Response, []byte) {
+	t.Helper()
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
-			c.t.Fatal(err)
+			t.Fatal(err)
 		}
 		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequest(method, c.base+path, rd)
+	req, err := http.NewRequest(method, url, rd)
 	if err != nil {
-		c.t.Fatal(err)
+		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/openjobspec+json")
 	req.Header.Set("Accept", "application/openjobspec+json")
 	req.Header.Set("OJS-Version", "1.0.0-rc.1")
-	res, err := http.DefaultClient.Do(req)
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	res, err := hc.Do(req)
 	if err != nil {
-		c.t.Fatalf("%s %s: %v", method, path, err)
+		t.Fatalf("%s %s: %v", method, url, err)
 	}
 	defer res.Body.Close()
-	raw, _ := io.ReadAll(res.Body)
+	raw, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatalf("%s %s: reading the answer: %v", method, url, err)
+	}
+	return res, raw
+}
+
+func (c client) do(method, path string, body any) resp {
+	c.t.Helper()
+	res, raw := ojsHTTP(c.t, nil, method, c.base+path, body)
 	r := resp{status: res.StatusCode, header: res.Header, raw: string(raw)}
 	if len(raw) > 0 {
 		if err := json.Unmarshal(raw, &r.body); err != nil {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net/http"
 	"reflect"
 	"testing"
 	"time"
@@ -108,36 +107,16 @@ type wc struct {
 
 func (c wc) call(status int, method, path string, in, out any) []byte {
 	c.t.Helper()
-	var body *bytes.Reader
-	if in != nil {
-		b, _ := json.Marshal(in)
-		body = bytes.NewReader(b)
-	} else {
-		body = bytes.NewReader(nil)
-	}
-	req, err := http.NewRequest(method, c.base+path, body)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/openjobspec+json")
-	req.Header.Set("Accept", "application/openjobspec+json")
-	req.Header.Set("OJS-Version", "1.0.0-rc.1")
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		c.t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer res.Body.Close()
-	var raw bytes.Buffer
-	_, _ = raw.ReadFrom(res.Body)
+	res, raw := ojsHTTP(c.t, nil, method, c.base+path, in)
 	if res.StatusCode != status {
-		c.t.Fatalf("%s %s: %d %s, want %d", method, path, res.StatusCode, raw.String(), status)
+		c.t.Fatalf("%s %s: %d %s, want %d", method, path, res.StatusCode, raw, status)
 	}
 	if out != nil {
-		if err := json.Unmarshal(raw.Bytes(), out); err != nil {
-			c.t.Fatalf("%s %s: %s does not decode into the clients' type: %v", method, path, raw.String(), err)
+		if err := json.Unmarshal(raw, out); err != nil {
+			c.t.Fatalf("%s %s: %s does not decode into the clients' type: %v", method, path, raw, err)
 		}
 	}
-	return raw.Bytes()
+	return raw
 }
 
 // sameOverNATS asks the NATS binding's subject with body and checks it

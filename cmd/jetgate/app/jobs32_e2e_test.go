@@ -1,10 +1,8 @@
 package app_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"reflect"
@@ -130,30 +128,11 @@ func (b binding32) do(method, path, op string, body, pathVals map[string]any) (i
 		}
 		return status, res.Data
 	}
-	var rd io.Reader
+	var in any
 	if body != nil {
-		data, err := json.Marshal(body)
-		if err != nil {
-			b.t.Fatal(err)
-		}
-		rd = bytes.NewReader(data)
+		in = body
 	}
-	req, err := http.NewRequest(method, b.base+path, rd)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/openjobspec+json")
-	req.Header.Set("Accept", "application/openjobspec+json")
-	req.Header.Set("OJS-Version", "1.0.0-rc.1")
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		b.t.Fatalf("HTTP %s %s: %v", method, path, err)
-	}
-	defer res.Body.Close()
-	raw, err := io.ReadAll(res.Body)
-	if err != nil {
-		b.t.Fatal(err)
-	}
+	res, raw := ojsHTTP(b.t, nil, method, b.base+path, in)
 	return res.StatusCode, raw
 }
 

@@ -1,10 +1,8 @@
 package app_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"testing"
@@ -56,30 +54,7 @@ func (e *sdkCallError) Error() string {
 // the test.
 func (c sdkClient) call(method, path string, in, out any) error {
 	c.t.Helper()
-	var body io.Reader
-	if in != nil {
-		b, err := json.Marshal(in)
-		if err != nil {
-			c.t.Fatal(err)
-		}
-		body = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, c.base+path, body)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/openjobspec+json")
-	req.Header.Set("Accept", "application/openjobspec+json")
-	req.Header.Set("OJS-Version", "1.0.0-rc.1")
-	res, err := c.hc.Do(req)
-	if err != nil {
-		c.t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer res.Body.Close()
-	raw, err := io.ReadAll(res.Body)
-	if err != nil {
-		c.t.Fatalf("%s %s: reading the answer: %v", method, path, err)
-	}
+	res, raw := ojsHTTP(c.t, c.hc, method, c.base+path, in)
 	// spec/README.md: responses carry Content-Type
 	// application/openjobspec+json exactly, and OJS-Version 1.0.
 	if len(raw) > 0 {
