@@ -508,7 +508,7 @@ func (s *Service) queueCountsWith(ctx context.Context, queue string, kept map[st
 			}
 		}
 		for p, n := range ready {
-			if n = max(0, n-max(0, ctr[heldAt(p)])+max(0, ctr[parkedAt(p)])); n > 0 {
+			if n = max(0, n-max(0, ctr[heldAt(p)])-max(0, ctr[orphanAt(p)])+max(0, ctr[parkedAt(p)])); n > 0 {
 				out.levels[p] = n
 				out.states[ojs.StateAvailable] += n
 			}
