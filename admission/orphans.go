@@ -61,9 +61,9 @@ type orphanCheck struct {
 	// minAge is how old an unaccounted message must be to be taken for
 	// an orphan (its record write had that long to land).
 	minAge time.Duration
-	// checkEvery, scanEvery, seedEvery: see orphanCheck.
-	checkEvery, scanEvery, seedEvery time.Duration
-	scanMax                          int
+	// checkEvery, scanEvery, scanCost, scanMax: see orphanCheck.
+	checkEvery, scanEvery time.Duration
+	scanCost, scanMax     int
 
 	// levels are the known levels' states, by queue token and priority;
 	// read and written by watch only (the keeper's loop).
@@ -79,23 +79,21 @@ type orphanLevel struct {
 	// excess is set while the last look found more ready messages than
 	// the records account for.
 	excess bool
-	// scanned is when the level was last scanned; seeds, whether that
-	// scan met any.
+	// scanned is when the level was last scanned.
 	scanned time.Time
-	seeds   bool
 }
 
 const (
 	orphanMinAge     = 3 * time.Second
 	orphanCheckEvery = 2 * time.Second
 	orphanScanEvery  = 5 * time.Second
-	orphanSeedEvery  = time.Minute
+	orphanScanCost   = 50
 	orphanScanMax    = 50_000
 )
 
 func newOrphanCheck(s *Service) *orphanCheck {
 	return &orphanCheck{s: s, minAge: orphanMinAge, checkEvery: orphanCheckEvery, scanEvery: orphanScanEvery,
-		seedEvery: orphanSeedEvery, scanMax: orphanScanMax, levels: map[levelKey]*orphanLevel{},
+		scanCost: orphanScanCost, scanMax: orphanScanMax, levels: map[levelKey]*orphanLevel{},
 		suspected: time.Now()}
 }
 
@@ -196,11 +194,10 @@ func (c *orphanCheck) scan(ctx context.Context, tl *tally, name string, prio int
 	}
 	tok := topology.Token(name)
 	found := map[string]orphanMsg{}
-	seeds := false
+	began := time.Now()
 	var young time.Time // the oldest message too young to be judged
 	pos, err := c.s.store.ScanReadyLevel(ctx, name, prio, 1, c.scanMax, func(h jobstore.ReadyHead) bool {
 		if h.Seed {
-			seeds = true
 			return true
 		}
 		o := orphanMsg{queue: tok, prio: int32(prio), id: h.Ref.JobID, token: h.Ref.Token}
@@ -224,11 +221,8 @@ func (c *orphanCheck) scan(ctx context.Context, tl *tally, name string, prio int
 			"read", pos.Read)
 	}
 	tl.setOrphans(tok, int32(prio), found)
-	l.scanned, l.seeds, l.excess = now, seeds, false
-	l.nextScan = now.Add(c.scanEvery)
-	if seeds {
-		l.nextScan = now.Add(c.seedEvery)
-	}
+	l.scanned, l.excess = now, false
+	l.nextScan = now.Add(max(c.scanEvery, time.Duration(c.scanCost)*time.Since(began)))
 	if !young.IsZero() {
 		// Judged once old enough: looked at and scanned again then.
 		at := young.Add(c.minAge)
