@@ -120,7 +120,7 @@ type ReadyHead struct {
 // decodes no body: a message with one is a seed.
 func (s *Store) ScanReadyLevel(ctx context.Context, queue string, prio int, from uint64, max int,
 	fn func(ReadyHead) bool) (ScanPos, error) {
-	filter := fmt.Sprintf(topology.ReadySubjectPattern, topology.Token(queue), topology.PriorityDigits, prio, "*")
+	filter := topology.ReadyLevelFilters(queue, prio)[0] // not the layout without ids of early versions
 	return s.scan(ctx, s.assets.Ready, topology.ReadyStream, filter, from, max, func(m *jetstream.RawStreamMsg) bool {
 		ref, ok := Ref(m.Header)
 		if !ok {
