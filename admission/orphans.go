@@ -101,9 +101,8 @@ const (
 
 func newOrphanCheck(s *Service) *orphanCheck {
 	return &orphanCheck{s: s, minAge: orphanMinAge, checkEvery: orphanCheckEvery, againAfter: time.Second,
-		scanEvery: orphanScanEvery,
-		scanCost:  orphanScanCost, scanMax: orphanScanMax, levels: map[levelKey]*orphanLevel{},
-		suspected: time.Now()}
+		scanEvery: orphanScanEvery, scanCost: orphanScanCost, scanMax: orphanScanMax,
+		levels: map[levelKey]*orphanLevel{}, suspected: time.Now()}
 }
 
 // watch runs the check once; the keeper calls it every second. suspect
