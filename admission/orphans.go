@@ -39,7 +39,11 @@ import (
 // the keeper has read every record written before the scan. A level that
 // held messages too young to judge is scanned again when they are old
 // enough. Orphans count orphan_pNNN, which readers take away from the
-// level's count. They are not deleted (a write slower than minAge must
+// level's count, each message once (a subject may hold several: the
+// attempts of an enqueue retried after answers that never came; a level
+// with fewer messages than accounted for while orphans are known is
+// scanned again, since one of those gone leaves its subject present).
+// They are not deleted (a write slower than minAge must
 // not lose its job; the fetch path's rule stays): one whose record comes
 // after all is no orphan from then on, and one no longer in the ready
 // stream (looked up by subject, jobstore.ReadyPresent, every second and
@@ -167,7 +171,10 @@ func (c *orphanCheck) queue(ctx context.Context, tl *tally, name string, now tim
 		l := c.level(tok, p)
 		l.nextCheck = now.Add(c.checkEvery)
 		in := infos[p]
-		if !in.missing && int64(in.count) <= acc[p] {
+		// Fewer messages than accounted for with orphans known: one of
+		// several orphans on a subject is gone, which only a scan sees.
+		stale := !in.missing && int64(in.count) < acc[p] && tl.orphansAt(tok, int32(p)) > 0
+		if !in.missing && int64(in.count) <= acc[p] && !stale {
 			l.excess = false
 			continue
 		}
@@ -219,14 +226,14 @@ func (c *orphanCheck) scan(ctx context.Context, tl *tally, name string, prio int
 		return fmt.Errorf("records not read up to the scan: %w", err)
 	}
 	tok := topology.Token(name)
-	found := map[string]orphanMsg{}
+	found := map[uint64]orphanMsg{}
 	began := time.Now()
 	var young time.Time // the oldest message too young to be judged
 	pos, err := c.s.store.ScanReadyLevel(ctx, name, prio, 1, c.scanMax, func(h jobstore.ReadyHead) bool {
 		if h.Seed {
 			return true
 		}
-		o := orphanMsg{queue: tok, prio: int32(prio), id: h.Ref.JobID, token: h.Ref.Token}
+		o := orphanMsg{queue: tok, prio: int32(prio), id: h.Ref.JobID, token: h.Ref.Token, subject: h.Subject}
 		if !tl.unaccounted(o, now) {
 			return true
 		}
@@ -236,7 +243,7 @@ func (c *orphanCheck) scan(ctx context.Context, tl *tally, name string, prio int
 			}
 			return true
 		}
-		found[fmt.Sprintf(topology.ReadySubjectPattern, tok, topology.PriorityDigits, prio, topology.Token(o.id))] = o
+		found[h.Seq] = o
 		return true
 	})
 	if err != nil {

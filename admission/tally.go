@@ -43,8 +43,10 @@ type tally struct {
 	// avail are the jobs available with a record per queue and priority.
 	avail map[levelKey]int64
 	// orphans are the ready messages the orphan check found whose job
-	// record never reached them, by ready subject (orphans.go).
-	orphans map[string]orphanMsg
+	// record never reached them, by stream sequence (orphans.go): a
+	// subject may hold several (the attempts of an enqueue retried
+	// after answers that never came).
+	orphans map[uint64]orphanMsg
 	// queues interns queue tokens (one string per queue, not per job).
 	queues map[string]string
 	// ready is set, and readyC closed, once the first reading has caught
@@ -87,6 +89,8 @@ type orphanMsg struct {
 	queue     string
 	prio      int32
 	id, token string
+	// subject is the message's ready subject.
+	subject string
 }
 
 type appliedWaiter struct {
@@ -103,7 +107,7 @@ func (g gaugeKey) subject() string { return "ojs.count." + g.queue + "." + g.nam
 func newTally(heldFor time.Duration) *tally {
 	return &tally{heldFor: heldFor, jobs: map[string]tallyJob{}, held: map[string]heldJob{},
 		counts: map[gaugeKey]int64{}, queues: map[string]string{}, readyC: make(chan struct{}),
-		avail: map[levelKey]int64{}, orphans: map[string]orphanMsg{}}
+		avail: map[levelKey]int64{}, orphans: map[uint64]orphanMsg{}}
 }
 
 // advance notes that the record message at stream sequence seq was read;
@@ -317,10 +321,10 @@ func (t *tally) gauges(now time.Time) map[gaugeKey]int64 {
 	for k, n := range t.parked {
 		out[k] += n
 	}
-	for subj, o := range t.orphans {
+	for seq, o := range t.orphans {
 		switch t.accounts(o, ms) {
 		case accountedAvailable:
-			delete(t.orphans, subj) // its record came after all
+			delete(t.orphans, seq) // its record came after all
 		case accountedHeld:
 		default:
 			out[gaugeKey{o.queue, orphanAt(int(o.prio))}]++
@@ -361,43 +365,69 @@ func (t *tally) unaccounted(o orphanMsg, now time.Time) bool {
 }
 
 // setOrphans replaces the orphans of level (queue token, priority) with
-// found, by ready subject.
-func (t *tally) setOrphans(queue string, prio int32, found map[string]orphanMsg) {
+// found, by stream sequence.
+func (t *tally) setOrphans(queue string, prio int32, found map[uint64]orphanMsg) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for subj, o := range t.orphans {
+	for seq, o := range t.orphans {
 		if o.queue == queue && o.prio == prio {
-			delete(t.orphans, subj)
+			delete(t.orphans, seq)
 		}
 	}
-	for subj, o := range found {
+	for seq, o := range found {
 		if q, ok := t.queues[o.queue]; ok {
 			o.queue = q
 		}
-		t.orphans[subj] = o
+		t.orphans[seq] = o
 	}
 }
 
-// orphanSubjects returns the ready subjects of the orphans known.
+// orphanSubjects returns the ready subjects of the orphans known, each
+// once.
 func (t *tally) orphanSubjects() []string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	seen := make(map[string]bool, len(t.orphans))
 	out := make([]string, 0, len(t.orphans))
-	for subj := range t.orphans {
-		out = append(out, subj)
+	for _, o := range t.orphans {
+		if !seen[o.subject] {
+			seen[o.subject] = true
+			out = append(out, o.subject)
+		}
 	}
 	return out
 }
 
-// orphansGone forgets the orphans among asked (ready subjects) that a
-// lookup did not find in the ready stream: acked or deleted, they do not
-// come back.
+// orphansAt is how many orphans of level (queue token, priority) are
+// known.
+func (t *tally) orphansAt(queue string, prio int32) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for _, o := range t.orphans {
+		if o.queue == queue && o.prio == prio {
+			n++
+		}
+	}
+	return n
+}
+
+// orphansGone forgets the orphans on the subjects among asked that a
+// lookup found no message on: acked or deleted, they do not come back.
+// One of several on a subject that still holds another stays until its
+// level is scanned again (orphanCheck looks for that).
 func (t *tally) orphansGone(asked []string, present map[string]bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	gone := map[string]bool{}
 	for _, subj := range asked {
 		if !present[subj] {
-			delete(t.orphans, subj)
+			gone[subj] = true
+		}
+	}
+	for seq, o := range t.orphans {
+		if gone[o.subject] {
+			delete(t.orphans, seq)
 		}
 	}
 }

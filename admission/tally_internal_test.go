@@ -141,7 +141,7 @@ func TestTallyCountsOrphansUntilARecordAccountsForThem(t *testing.T) {
 	tl := newTally(10 * time.Second)
 	now := time.UnixMilli(1_800_000_000_000)
 	orphan := func(id, token string, prio int32) orphanMsg {
-		return orphanMsg{queue: "q", prio: prio, id: id, token: token}
+		return orphanMsg{queue: "q", prio: prio, id: id, token: token, subject: "s-" + id}
 	}
 	tl.apply("a", &jobstore.RecordStat{State: ojs.StateAvailable, Priority: 2, Queue: "q", Token: "ta"})
 	tl.apply("h", &jobstore.RecordStat{State: ojs.StateActive, Priority: 2, Queue: "q", HeldSince: now.Add(-time.Second).UnixMilli()})
@@ -155,13 +155,15 @@ func TestTallyCountsOrphansUntilARecordAccountsForThem(t *testing.T) {
 			t.Fatalf("%+v: no record accounts for it, not taken for an orphan", o)
 		}
 	}
-	tl.setOrphans("q", 2, map[string]orphanMsg{"s-x": orphan("x", "tx", 2), "s-y": orphan("y", "ty", 2), "s-h": orphan("h", "th", 2)})
+	// y's subject holds two (an enqueue tried twice).
+	tl.setOrphans("q", 2, map[uint64]orphanMsg{1: orphan("x", "tx", 2), 2: orphan("y", "ty", 2),
+		3: orphan("y", "ty2", 2), 4: orphan("h", "th", 2)})
 	got := tl.numbers(now, []string{"q"})["q"]
-	if want := map[string]int64{"active": 1, "held_p002": 1, "orphan_p002": 2}; !maps.Equal(got, want) {
+	if want := map[string]int64{"active": 1, "held_p002": 1, "orphan_p002": 3}; !maps.Equal(got, want) {
 		t.Fatalf("with orphans: %v, want %v", got, want)
 	}
-	if acc := tl.accounted("q", now); acc[2] != 1+1+2 {
-		t.Fatalf("accounted at level 2: %v, want 4 (1 available, 1 held, 2 orphans)", acc)
+	if acc := tl.accounted("q", now); acc[2] != 1+1+3 || tl.orphansAt("q", 2) != 4 {
+		t.Fatalf("accounted at level 2: %v, want 5 (1 available, 1 held, 3 orphans)", acc)
 	}
 	// x's record lands (a slow write); y's message is gone.
 	tl.apply("x", &jobstore.RecordStat{State: ojs.StateAvailable, Priority: 2, Queue: "q", Token: "tx"})

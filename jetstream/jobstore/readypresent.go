@@ -105,10 +105,11 @@ func (s *Store) readyPresentLeader(ctx context.Context, subjects []string, out m
 // sequence, when it was stored, its job and token, and whether it carries
 // its job (a seed, seed.go) rather than only naming it.
 type ReadyHead struct {
-	Seq  uint64
-	Time time.Time
-	Ref  MsgRef
-	Seed bool
+	Seq     uint64
+	Subject string
+	Time    time.Time
+	Ref     MsgRef
+	Seed    bool
 }
 
 // ScanReadyLevel reads the ready messages of one priority level of a
@@ -126,6 +127,6 @@ func (s *Store) ScanReadyLevel(ctx context.Context, queue string, prio int, from
 		if !ok {
 			return true
 		}
-		return fn(ReadyHead{Seq: m.Sequence, Time: m.Time, Ref: ref, Seed: len(m.Data) > 0})
+		return fn(ReadyHead{Seq: m.Sequence, Subject: m.Subject, Time: m.Time, Ref: ref, Seed: len(m.Data) > 0})
 	})
 }

@@ -93,7 +93,7 @@ func TestScanReadyLevel(t *testing.T) {
 					t.Fatal(err)
 				}
 				if queue == "scan.q" && prio == 2 {
-					want[ack.Sequence] = jobstore.ReadyHead{Seq: ack.Sequence, Seed: i%8 == 0,
+					want[ack.Sequence] = jobstore.ReadyHead{Seq: ack.Sequence, Subject: m.Subject, Seed: i%8 == 0,
 						Ref: jobstore.MsgRef{JobID: j.ID, Token: j.Internal.Token}}
 				}
 			}
