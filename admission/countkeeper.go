@@ -29,7 +29,9 @@ import (
 //     past the lease deferral, only those of a process that died holding
 //     them, which the keeper looks for in the ready stream: heldcheck.go)
 //     and the available jobs parked on a rate limit (parked_pNNN: no
-//     longer in the ready stream, yet available).
+//     longer in the ready stream, yet available), and the ready messages
+//     whose job record never came (orphan_pNNN: in the ready stream, yet
+//     not a job: orphans.go).
 //
 // It reads the bucket's stream with an ordered consumer that delivers
 // headers only: each record write carries its summary (jobstore
@@ -80,6 +82,9 @@ type countKeeper struct {
 	// check watches the held ready messages of dead processes for the
 	// tally in current (heldcheck.go).
 	check atomic.Pointer[heldCheck]
+	// orphans watches the ready messages whose record never came, for
+	// the tally in current (orphans.go).
+	orphans atomic.Pointer[orphanCheck]
 	// abandoned makes a stopping keeper leave its lease to lapse, as a
 	// process killed would (tests).
 	abandoned atomic.Bool
@@ -166,6 +171,7 @@ func (k *countKeeper) keep(parent context.Context) {
 		k.keeping.Store(false)
 		k.current.Store(nil)
 		k.check.Store(nil)
+		k.orphans.Store(nil)
 		cancel()
 		if !k.abandoned.Load() {
 			rctx, rcancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -176,6 +182,7 @@ func (k *countKeeper) keep(parent context.Context) {
 	k.s.log.Info("count keeper: this process keeps the queue counts", "holder", k.lease.holder)
 	tl := newTally(k.s.heldFor())
 	hc := newHeldCheck(k.s, k.every)
+	oc := newOrphanCheck(k.s)
 	tl.lapsedKeep = hc.lapsedKeep(k.every)
 	rd, err := k.follow(ctx, tl)
 	if err != nil {
@@ -215,6 +222,7 @@ func (k *countKeeper) keep(parent context.Context) {
 			}
 			defer func() { _ = sub.Unsubscribe() }()
 			k.check.Store(hc)
+			k.orphans.Store(oc)
 			k.current.Store(tl)
 			k.keeping.Store(true)
 			k.triedOnce()
@@ -243,6 +251,9 @@ func (k *countKeeper) keep(parent context.Context) {
 		}
 		if err := hc.watch(ctx, tl); err != nil && ctx.Err() == nil {
 			k.s.log.Debug("count keeper: held ready messages not checked", "error", err)
+		}
+		if err := oc.watch(ctx, tl, hc.suspect.Load()); err != nil && ctx.Err() == nil {
+			k.s.log.Debug("count keeper: orphan ready messages not checked", "error", err)
 		}
 		g.write(ctx, tl.gauges(k.s.now()))
 	}
@@ -343,7 +354,7 @@ type countsAsk struct {
 
 // countsAnswer is the keeper's answer: per queue (as named in the
 // question), its numbers by counter name (active, scheduled, retryable,
-// pending, held_pNNN, parked_pNNN; 0 left out).
+// pending, held_pNNN, parked_pNNN, orphan_pNNN; 0 left out).
 type countsAnswer struct {
 	Counts map[string]map[string]int64 `json:"counts"`
 	Error  string                      `json:"error,omitempty"`
@@ -378,6 +389,13 @@ func (k *countKeeper) answer(ctx context.Context, tl *tally, queues []string) (m
 	if hc := k.check.Load(); hc != nil {
 		if err := hc.check(wctx, tl); err != nil && wctx.Err() == nil {
 			k.s.log.Debug("count keeper: held ready messages not checked", "error", err)
+		}
+	}
+	// And the orphans known, so that one dropped a moment ago no longer
+	// counts.
+	if oc := k.orphans.Load(); oc != nil {
+		if err := oc.present(wctx, tl); err != nil && wctx.Err() == nil {
+			k.s.log.Debug("count keeper: orphan ready messages not checked", "error", err)
 		}
 	}
 	tokens := make([]string, len(queues))

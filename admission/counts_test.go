@@ -12,6 +12,7 @@ import (
 
 	"github.com/jetgate/jetgate/admission"
 	"github.com/jetgate/jetgate/admission/ojs"
+	"github.com/jetgate/jetgate/jetstream/jobstore"
 	"github.com/jetgate/jetgate/jetstream/natstest"
 	"github.com/jetgate/jetgate/jetstream/topology"
 )
@@ -281,4 +282,120 @@ func TestCountsHoldClaimsOfAKilledProcess(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// orphanReady publishes a ready message of a job of queue at priority
+// prio that has no record, as a process killed between a transition's
+// ready message and its record write leaves it (an enqueue into a bounded
+// queue, a batch that is not all seeds): a token that matches no record.
+// It returns the message's stream sequence.
+func orphanReady(t *testing.T, b bundle, queue string, prio int) uint64 {
+	t.Helper()
+	seq, _ := orphanJob(t, b, queue, prio)
+	return seq
+}
+
+// orphanJob is orphanReady, and returns the job whose record never came
+// too.
+func orphanJob(t *testing.T, b bundle, queue string, prio int) (uint64, *ojs.Job) {
+	t.Helper()
+	now := ojs.NewTime(time.Now())
+	j := &ojs.Job{ID: ojs.NewID(), Type: "o.t", Args: []byte(`[]`), Queue: queue, Priority: prio, State: ojs.StateAvailable,
+		SpecVersion: ojs.SpecVersion, CreatedAt: now, EnqueuedAt: now, MaxAttempts: 3,
+		Internal: ojs.Internal{Token: jobstore.NewToken()}}
+	ack, err := b.js.PublishMsg(testCtx(t), jobstore.ReadyMsg(j))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ack.Sequence, j
+}
+
+// Issue 31 item 2: the ready message of a transition whose record write
+// never came (its process died in between) is not a job, and counts
+// available nowhere within 10 s, though nobody fetches its level: in a
+// bounded queue (every job has a record) and in an unbounded one, whose
+// jobs are seeds (stored as their ready message alone, no record) and
+// still count. Before, such messages counted available until a fetch met
+// them, and for good while nobody fetched. They are not deleted (a write
+// that was only slow must not lose its job); one removed counts nowhere
+// at once, and later jobs count. One whose record write was only slow
+// counts again once the record lands.
+func TestCountsLeaveOutReadyMessagesWithoutARecord(t *testing.T) {
+	t.Parallel()
+	srv := natstest.RunServer(t)
+	nc, js := natstest.Connect(t, srv)
+	b := setupCfg(t, js, admission.Config{})
+	ctx := testCtx(t)
+	assets, err := topology.Ensure(ctx, js, topology.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := jobstore.New(nc, js, assets)
+	const bq, sq = "orphanbq", "orphansq"
+	bound(t, b, bq, ojs.Backpressure{MaxDepth: 100, Strategy: ojs.StrategyReject})
+	for i := range 3 {
+		enqueue(t, b, fmt.Sprintf(`{"type":"o.t","args":[%d],"queue":%q,"priority":2}`, i, bq))
+		enqueue(t, b, fmt.Sprintf(`{"type":"o.t","args":[%d],"queue":%q,"priority":2}`, i, sq))
+	}
+	enqueue(t, b, fmt.Sprintf(`{"type":"o.t","args":[9],"queue":%q,"priority":4}`, bq))
+	var orphans []uint64
+	for i := range 5 {
+		orphans = append(orphans, orphanReady(t, b, bq, 2+2*(i%2)))
+	}
+	orphanReady(t, b, sq, 2)
+	_, slow := orphanJob(t, b, bq, 4)
+	// An enqueue tried again after an answer that never came: a second
+	// orphan on one subject.
+	_, twice := orphanJob(t, b, bq, 2)
+	again := *twice
+	again.Internal.Token = jobstore.NewToken()
+	if _, err := b.js.PublishMsg(ctx, jobstore.ReadyMsg(&again)); err != nil {
+		t.Fatal(err)
+	}
+	wantCounts(t, b, bq, countsWithin, map[ojs.State]int64{ojs.StateAvailable: 4},
+		map[string]int64{"2": 3, "4": 1})
+	wantCounts(t, b, sq, countsWithin, map[ojs.State]int64{ojs.StateAvailable: 3}, map[string]int64{"2": 3})
+
+	// Left in the ready stream: 4 jobs and 8 orphans.
+	in, err := b.js.Stream(ctx, topology.ReadyStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := in.Info(ctx, jetstream.WithSubjectFilter(topology.ReadyQueueFilter(bq)))
+	var left uint64
+	for _, n := range info.State.Subjects {
+		left += n
+	}
+	if err != nil || left != 12 {
+		t.Fatalf("ready messages of %s: %v, %v; want 12 (orphans not deleted)", bq, info.State.Subjects, err)
+	}
+	// The slow write lands: its job counts, at once.
+	if _, err := store.Create(ctx, slow); err != nil {
+		t.Fatal(err)
+	}
+	wantCounts(t, b, bq, 0, map[ojs.State]int64{ojs.StateAvailable: 5}, map[string]int64{"2": 3, "4": 2})
+	// One orphan gone (a fetch dropped it after its window): the next
+	// answer is exact, not one short.
+	if err := in.DeleteMsg(ctx, orphans[0]); err != nil {
+		t.Fatal(err)
+	}
+	n, err := b.svc.StateCounts(ctx, bq)
+	if err != nil || n[ojs.StateAvailable] != 5 {
+		t.Fatalf("counts of %s with an orphan gone: %v, %v; want 5 available", bq, n, err)
+	}
+	for i := range 2 {
+		enqueue(t, b, fmt.Sprintf(`{"type":"o.t","args":[%d],"queue":%q,"priority":4}`, 10+i, bq))
+	}
+	wantCounts(t, b, bq, 0, map[ojs.State]int64{ojs.StateAvailable: 7},
+		map[string]int64{"2": 3, "4": 4})
+
+	// Later orphans, in levels the keeper has read already and with no
+	// crash suspected (a producer that held no ready message died): found
+	// by the excess that stays, within 10 s too.
+	orphanReady(t, b, bq, 2)
+	orphanReady(t, b, sq, 2)
+	enqueue(t, b, fmt.Sprintf(`{"type":"o.t","args":[20],"queue":%q,"priority":2}`, sq))
+	wantCounts(t, b, bq, countsWithin, map[ojs.State]int64{ojs.StateAvailable: 7},
+		map[string]int64{"2": 3, "4": 4})
+	wantCounts(t, b, sq, countsWithin, map[ojs.State]int64{ojs.StateAvailable: 4}, map[string]int64{"2": 4})
 }

@@ -33,8 +33,11 @@ import (
 //     counts its messages once). From that count the reader takes away
 //     the ready messages an active job's claim still holds (held_pNNN:
 //     the lease deferral of lease.go, a third of the consumers' AckWait,
-//     or until acked when the claiming process died: heldcheck.go) and adds the available jobs parked on a rate limit, whose
-//     ready message is gone (parked_pNNN). Messages pulled ahead of
+//     or until acked when the claiming process died: heldcheck.go) and
+//     the ready messages that no record accounts for, left by a process
+//     that died between a transition's ready message and its record write
+//     (orphan_pNNN: orphans.go), and adds the available jobs parked on a
+//     rate limit, whose ready message is gone (parked_pNNN). Messages pulled ahead of
 //     fetches (prefetch.go) or put back are jobs still available, and
 //     count. A transition that takes a job out of available other than
 //     a claim removes the job's ready message (dropStaleReady), so a
@@ -42,7 +45,7 @@ import (
 //   - active, scheduled, retryable, pending: the job records. One process
 //     at a time, the count keeper (countkeeper.go, under a lease in
 //     OJS_LEASES), follows every write of the records, headers only, and
-//     answers questions about them (held_pNNN and parked_pNNN too) on
+//     answers questions about them (held_pNNN, orphan_pNNN and parked_pNNN too) on
 //     topology.CountsAskSubject once it has read every record written
 //     before the question: a reader sees its own changes. It also writes
 //     the numbers into OJS_COUNTS once a second, which readers take when
@@ -81,7 +84,10 @@ import (
 // stream's info once a second. While claims hold ready messages it reads
 // the holder sentinels once a second, and after a process died holding
 // some it looks up the held messages past their deferral by subject
-// until they are acked (heldcheck.go).
+// until they are acked (heldcheck.go). It asks the ready stream's info
+// once a second and, while that holds more messages than the records
+// account for, looks at the levels and reads those where the excess stays
+// to find the orphans (orphans.go, which says what that costs).
 //
 // What a crash costs. A process killed: up to one second of its finished
 // jobs (completed, cancelled, discarded and the samples); nothing else. The
@@ -94,8 +100,12 @@ import (
 // holder sentinel is stale (heldcheck.go), so one counts available only
 // if its deferral ran out before that, at most 9 s after the death (at
 // the default ClaimAckWait). The ready message of a transition whose
-// record write never came (a bounded enqueue, a batch left pending)
-// counts until a fetch drops it (orphanWindow, BatchWindow).
+// record write never came (a bounded enqueue, a batch that was not all
+// seeds, a retry) stops counting once the keeper finds it, about 4 s
+// after it was published (orphans.go); it is still dropped by the fetch
+// that meets it after orphanWindow. A seed counts while it is in the
+// stream: one of a batch left pending until the batch is abandoned
+// (BatchWindow) and a fetch drops it.
 type statsAgg struct {
 	mu      sync.Mutex
 	counts  map[countKey]int64
@@ -508,7 +518,7 @@ func (s *Service) queueCountsWith(ctx context.Context, queue string, kept map[st
 			}
 		}
 		for p, n := range ready {
-			if n = max(0, n-max(0, ctr[heldAt(p)])+max(0, ctr[parkedAt(p)])); n > 0 {
+			if n = max(0, n-max(0, ctr[heldAt(p)])-max(0, ctr[orphanAt(p)])+max(0, ctr[parkedAt(p)])); n > 0 {
 				out.levels[p] = n
 				out.states[ojs.StateAvailable] += n
 			}

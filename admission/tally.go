@@ -40,6 +40,13 @@ type tally struct {
 	// parked are the parked jobs per queue and priority, as of the last
 	// count (parkedReader).
 	parked map[gaugeKey]int64
+	// avail are the jobs available with a record per queue and priority.
+	avail map[levelKey]int64
+	// orphans are the ready messages the orphan check found whose job
+	// record never reached them, by stream sequence (orphans.go): a
+	// subject may hold several (the attempts of an enqueue retried
+	// after answers that never came).
+	orphans map[uint64]orphanMsg
 	// queues interns queue tokens (one string per queue, not per job).
 	queues map[string]string
 	// ready is set, and readyC closed, once the first reading has caught
@@ -70,6 +77,22 @@ type heldJob struct {
 	present bool
 }
 
+// levelKey names a priority level of a queue (its token).
+type levelKey struct {
+	queue string
+	prio  int32
+}
+
+// orphanMsg is a ready message that no record accounts for: its job's
+// record is not available with its token, and no claim holds it.
+type orphanMsg struct {
+	queue     string
+	prio      int32
+	id, token string
+	// subject is the message's ready subject.
+	subject string
+}
+
 type appliedWaiter struct {
 	seq uint64
 	ch  chan struct{}
@@ -83,7 +106,8 @@ func (g gaugeKey) subject() string { return "ojs.count." + g.queue + "." + g.nam
 
 func newTally(heldFor time.Duration) *tally {
 	return &tally{heldFor: heldFor, jobs: map[string]tallyJob{}, held: map[string]heldJob{},
-		counts: map[gaugeKey]int64{}, queues: map[string]string{}, readyC: make(chan struct{})}
+		counts: map[gaugeKey]int64{}, queues: map[string]string{}, readyC: make(chan struct{}),
+		avail: map[levelKey]int64{}, orphans: map[uint64]orphanMsg{}}
 }
 
 // advance notes that the record message at stream sequence seq was read;
@@ -170,6 +194,11 @@ func (t *tally) apply(id string, st *jobstore.RecordStat) {
 			if t.counts[k]--; t.counts[k] == 0 {
 				delete(t.counts, k)
 			}
+		} else {
+			k := levelKey{old.queue, old.prio}
+			if t.avail[k]--; t.avail[k] == 0 {
+				delete(t.avail, k)
+			}
 		}
 		delete(t.jobs, id)
 		if h, ok := t.held[id]; ok && h.present {
@@ -193,6 +222,8 @@ func (t *tally) apply(id string, st *jobstore.RecordStat) {
 	t.jobs[id] = j
 	if st.State != ojs.StateAvailable {
 		t.counts[gaugeKey{q, string(st.State)}]++
+	} else {
+		t.avail[levelKey{q, j.prio}]++
 	}
 	if st.State == ojs.StateActive && st.HeldSince > 0 && t.heldFor > 0 {
 		t.held[id] = heldJob{queue: q, prio: int32(st.Priority), until: st.HeldSince + t.heldFor.Milliseconds()}
@@ -290,6 +321,163 @@ func (t *tally) gauges(now time.Time) map[gaugeKey]int64 {
 	for k, n := range t.parked {
 		out[k] += n
 	}
+	for seq, o := range t.orphans {
+		switch t.accounts(o, ms) {
+		case accountedAvailable:
+			delete(t.orphans, seq) // its record came after all
+		case accountedHeld:
+		default:
+			out[gaugeKey{o.queue, orphanAt(int(o.prio))}]++
+		}
+	}
+	return out
+}
+
+// How the records account for a ready message (accounts).
+const (
+	unaccounted = iota
+	// accountedAvailable: its job is available with the message's token
+	// at the message's level.
+	accountedAvailable
+	// accountedHeld: its job's claim holds it (counted held).
+	accountedHeld
+)
+
+// accounts tells how the records account for the ready message o as of
+// ms (Unix ms); t.mu is held.
+func (t *tally) accounts(o orphanMsg, ms int64) int {
+	if j, ok := t.jobs[o.id]; ok && j.state == ojs.StateAvailable && j.token == o.token &&
+		j.queue == o.queue && j.prio == o.prio {
+		return accountedAvailable
+	}
+	if h, ok := t.held[o.id]; ok && h.queue == o.queue && h.prio == o.prio && (h.until > ms || h.present) {
+		return accountedHeld
+	}
+	return unaccounted
+}
+
+// unaccounted reports whether no record accounts for the ready message o
+// as of now (accounts).
+func (t *tally) unaccounted(o orphanMsg, now time.Time) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.accounts(o, now.UnixMilli()) == unaccounted
+}
+
+// setOrphans replaces the orphans of level (queue token, priority) with
+// found, by stream sequence.
+func (t *tally) setOrphans(queue string, prio int32, found map[uint64]orphanMsg) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for seq, o := range t.orphans {
+		if o.queue == queue && o.prio == prio {
+			delete(t.orphans, seq)
+		}
+	}
+	for seq, o := range found {
+		if q, ok := t.queues[o.queue]; ok {
+			o.queue = q
+		}
+		t.orphans[seq] = o
+	}
+}
+
+// orphanSubjects returns the ready subjects of the orphans known, each
+// once.
+func (t *tally) orphanSubjects() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	seen := make(map[string]bool, len(t.orphans))
+	out := make([]string, 0, len(t.orphans))
+	for _, o := range t.orphans {
+		if !seen[o.subject] {
+			seen[o.subject] = true
+			out = append(out, o.subject)
+		}
+	}
+	return out
+}
+
+// orphansAt is how many orphans of level (queue token, priority) are
+// known.
+func (t *tally) orphansAt(queue string, prio int32) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for _, o := range t.orphans {
+		if o.queue == queue && o.prio == prio {
+			n++
+		}
+	}
+	return n
+}
+
+// orphansGone forgets the orphans on the subjects among asked that a
+// lookup found no message on: acked or deleted, they do not come back.
+// One of several on a subject that still holds another stays until its
+// level is scanned again (orphanCheck looks for that).
+func (t *tally) orphansGone(asked []string, present map[string]bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	gone := map[string]bool{}
+	for _, subj := range asked {
+		if !present[subj] {
+			gone[subj] = true
+		}
+	}
+	for seq, o := range t.orphans {
+		if gone[o.subject] {
+			delete(t.orphans, seq)
+		}
+	}
+}
+
+// accountedAll is accounted summed over every queue and level.
+func (t *tally) accountedAll(now time.Time) int64 {
+	g := t.gauges(now)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var n int64
+	for _, v := range t.avail {
+		n += v
+	}
+	for k, v := range g {
+		switch {
+		case strings.HasPrefix(k.name, parkedPrefix):
+			n -= v
+		case strings.HasPrefix(k.name, heldPrefix), strings.HasPrefix(k.name, orphanPrefix):
+			n += v
+		}
+	}
+	return n
+}
+
+// accounted returns, per priority level of queue (its token), the ready
+// messages the records account for as of now: the jobs available with a
+// record, less those parked (their message is gone), plus the messages
+// counted held and the orphans known.
+func (t *tally) accounted(queue string, now time.Time) map[int]int64 {
+	g := t.gauges(now)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := map[int]int64{}
+	for k, n := range t.avail {
+		if k.queue == queue {
+			out[int(k.prio)] += n
+		}
+	}
+	for k, n := range g {
+		if k.queue != queue {
+			continue
+		}
+		if p, ok := levelOf(k.name, parkedPrefix); ok {
+			out[p] -= n
+		} else if p, ok := levelOf(k.name, heldPrefix); ok {
+			out[p] += n
+		} else if p, ok := levelOf(k.name, orphanPrefix); ok {
+			out[p] += n
+		}
+	}
 	return out
 }
 
@@ -313,10 +501,15 @@ func (t *tally) numbers(now time.Time, tokens []string) map[string]map[string]in
 const (
 	heldPrefix   = "held_p"
 	parkedPrefix = "parked_p"
+	orphanPrefix = "orphan_p"
 )
 
 func heldAt(prio int) string {
 	return fmt.Sprintf("%s%0*d", heldPrefix, topology.PriorityDigits, prio)
+}
+
+func orphanAt(prio int) string {
+	return fmt.Sprintf("%s%0*d", orphanPrefix, topology.PriorityDigits, prio)
 }
 
 func parkedAt(prio int) string {
@@ -329,5 +522,6 @@ func keptName(name string) bool {
 	case ojs.StateActive, ojs.StateScheduled, ojs.StateRetryable, ojs.StatePending:
 		return true
 	}
-	return strings.HasPrefix(name, heldPrefix) || strings.HasPrefix(name, parkedPrefix)
+	return strings.HasPrefix(name, heldPrefix) || strings.HasPrefix(name, parkedPrefix) ||
+		strings.HasPrefix(name, orphanPrefix)
 }

@@ -130,3 +130,49 @@ func TestTallyHeldClaimsOfADeadProcess(t *testing.T) {
 		t.Fatal("d remembered past lapsedKeep")
 	}
 }
+
+// Issue 31 item 2: a ready message that no record accounts for (an
+// orphan, orphans.go) counts orphan_pNNN while its job's record is not
+// available with its token at its level; its record landing after all
+// makes it a job again (forgotten), a claim's held message is counted
+// held and not twice, and what the records account for per level is the
+// available jobs less the parked plus the held and the orphans.
+func TestTallyCountsOrphansUntilARecordAccountsForThem(t *testing.T) {
+	tl := newTally(10 * time.Second)
+	now := time.UnixMilli(1_800_000_000_000)
+	orphan := func(id, token string, prio int32) orphanMsg {
+		return orphanMsg{queue: "q", prio: prio, id: id, token: token, subject: "s-" + id}
+	}
+	tl.apply("a", &jobstore.RecordStat{State: ojs.StateAvailable, Priority: 2, Queue: "q", Token: "ta"})
+	tl.apply("h", &jobstore.RecordStat{State: ojs.StateActive, Priority: 2, Queue: "q", HeldSince: now.Add(-time.Second).UnixMilli()})
+	for _, o := range []orphanMsg{orphan("a", "ta", 2), orphan("h", "th", 2)} {
+		if tl.unaccounted(o, now) {
+			t.Fatalf("%+v: accounted for by its record, taken for an orphan", o)
+		}
+	}
+	for _, o := range []orphanMsg{orphan("a", "old", 2), orphan("a", "ta", 3), orphan("x", "tx", 2)} {
+		if !tl.unaccounted(o, now) {
+			t.Fatalf("%+v: no record accounts for it, not taken for an orphan", o)
+		}
+	}
+	// y's subject holds two (an enqueue tried twice).
+	tl.setOrphans("q", 2, map[uint64]orphanMsg{1: orphan("x", "tx", 2), 2: orphan("y", "ty", 2),
+		3: orphan("y", "ty2", 2), 4: orphan("h", "th", 2)})
+	got := tl.numbers(now, []string{"q"})["q"]
+	if want := map[string]int64{"active": 1, "held_p002": 1, "orphan_p002": 3}; !maps.Equal(got, want) {
+		t.Fatalf("with orphans: %v, want %v", got, want)
+	}
+	if acc := tl.accounted("q", now); acc[2] != 1+1+3 || tl.orphansAt("q", 2) != 4 {
+		t.Fatalf("accounted at level 2: %v, want 5 (1 available, 1 held, 3 orphans)", acc)
+	}
+	// x's record lands (a slow write); y's message is gone.
+	tl.apply("x", &jobstore.RecordStat{State: ojs.StateAvailable, Priority: 2, Queue: "q", Token: "tx"})
+	tl.orphansGone([]string{"s-y"}, map[string]bool{})
+	got = tl.numbers(now, []string{"q"})["q"]
+	if want := map[string]int64{"active": 1, "held_p002": 1}; !maps.Equal(got, want) {
+		t.Fatalf("record landed, message gone: %v, want %v", got, want)
+	}
+	if len(tl.orphans) != 1 { // h's: held, kept until gone
+		t.Fatalf("orphans remembered: %v", tl.orphans)
+	}
+}

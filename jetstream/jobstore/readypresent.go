@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -98,4 +99,34 @@ func (s *Store) readyPresentLeader(ctx context.Context, subjects []string, out m
 	}
 	wg.Wait()
 	return first
+}
+
+// ReadyHead is one ready message as ScanReadyLevel reads it: its
+// sequence, when it was stored, its job and token, and whether it carries
+// its job (a seed, seed.go) rather than only naming it.
+type ReadyHead struct {
+	Seq     uint64
+	Subject string
+	Time    time.Time
+	Ref     MsgRef
+	Seed    bool
+}
+
+// ScanReadyLevel reads the ready messages of one priority level of a
+// queue stored at or after sequence from, at most max of them, and calls
+// fn with each until fn returns false: for the count keeper, which looks
+// among them for messages whose job record never came
+// (admission/orphans.go). It reads as ScanReady does (batched direct gets
+// on one server, one message get each through the leader otherwise) but
+// decodes no body: a message with one is a seed.
+func (s *Store) ScanReadyLevel(ctx context.Context, queue string, prio int, from uint64, max int,
+	fn func(ReadyHead) bool) (ScanPos, error) {
+	filter := topology.ReadyLevelFilters(queue, prio)[0] // not the layout without ids of early versions
+	return s.scan(ctx, s.assets.Ready, topology.ReadyStream, filter, from, max, func(m *jetstream.RawStreamMsg) bool {
+		ref, ok := Ref(m.Header)
+		if !ok {
+			return true
+		}
+		return fn(ReadyHead{Seq: m.Sequence, Subject: m.Subject, Time: m.Time, Ref: ref, Seed: len(m.Data) > 0})
+	})
 }
