@@ -30,11 +30,27 @@ import (
 // servedJetgate is `jetgate serve` run as a process of its own (this test
 // binary, through TestMainProcess) on a data dir that outlives it.
 type servedJetgate struct {
-	t    *testing.T
-	args string
-	log  string
-	base string
-	cmd  *exec.Cmd
+	t        *testing.T
+	args     string
+	log      string
+	base     string
+	natsAddr string
+	cmd      *exec.Cmd
+}
+
+// startServed starts `jetgate serve` (and extra flags) as a process on a
+// fresh data dir and free ports, killed at the end of the test.
+func startServed(t *testing.T, extra string) *servedJetgate {
+	t.Helper()
+	dir := t.TempDir()
+	httpPort, natsPort := freePort(t), freePort(t)
+	j := &servedJetgate{t: t, log: filepath.Join(dir, "jetgate.log"), base: fmt.Sprintf("http://127.0.0.1:%d", httpPort),
+		natsAddr: fmt.Sprintf("127.0.0.1:%d", natsPort),
+		args: strings.TrimSpace(fmt.Sprintf("serve --data-dir %s --http-addr 127.0.0.1:%d --nats-addr 127.0.0.1:%d %s",
+			filepath.Join(dir, "data"), httpPort, natsPort, extra))}
+	t.Cleanup(j.kill)
+	j.start()
+	return j
 }
 
 func (j *servedJetgate) start() {
@@ -269,13 +285,7 @@ func TestCountsAfterKill9MidEnqueue(t *testing.T) {
 		t.Skip("starts jetgate as a process")
 	}
 	t.Parallel()
-	dir := t.TempDir()
-	httpPort, natsPort := freePort(t), freePort(t)
-	j := &servedJetgate{t: t, log: filepath.Join(dir, "jetgate.log"), base: fmt.Sprintf("http://127.0.0.1:%d", httpPort),
-		args: fmt.Sprintf("serve --data-dir %s --http-addr 127.0.0.1:%d --nats-addr 127.0.0.1:%d",
-			filepath.Join(dir, "data"), httpPort, natsPort)}
-	t.Cleanup(j.kill)
-	j.start()
+	j := startServed(t, "")
 
 	const q = "killq"
 	at := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
@@ -386,13 +396,7 @@ func TestCountsAfterKill9HoldingClaims(t *testing.T) {
 		t.Skip("starts jetgate as a process; waits for the ready consumers' AckWait (30 s)")
 	}
 	t.Parallel()
-	dir := t.TempDir()
-	httpPort, natsPort := freePort(t), freePort(t)
-	j := &servedJetgate{t: t, log: filepath.Join(dir, "jetgate.log"), base: fmt.Sprintf("http://127.0.0.1:%d", httpPort),
-		args: fmt.Sprintf("serve --data-dir %s --http-addr 127.0.0.1:%d --nats-addr 127.0.0.1:%d",
-			filepath.Join(dir, "data"), httpPort, natsPort)}
-	t.Cleanup(j.kill)
-	j.start()
+	j := startServed(t, "")
 
 	const q = "holdq"
 	at := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
@@ -526,14 +530,8 @@ func TestCountsAfterKill9MidBoundedEnqueue(t *testing.T) {
 		t.Skip("starts jetgate as a process")
 	}
 	t.Parallel()
-	dir := t.TempDir()
-	httpPort, natsPort := freePort(t), freePort(t)
-	natsAddr := fmt.Sprintf("127.0.0.1:%d", natsPort)
-	j := &servedJetgate{t: t, log: filepath.Join(dir, "jetgate.log"), base: fmt.Sprintf("http://127.0.0.1:%d", httpPort),
-		args: fmt.Sprintf("serve --data-dir %s --http-addr 127.0.0.1:%d --nats-addr %s --queue-max-depth 100000",
-			filepath.Join(dir, "data"), httpPort, natsAddr)}
-	t.Cleanup(j.kill)
-	j.start()
+	j := startServed(t, "--queue-max-depth 100000")
+	natsAddr := j.natsAddr
 
 	const q = "boundkillq"
 	var created atomic.Int64
