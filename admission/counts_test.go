@@ -399,3 +399,45 @@ func TestCountsLeaveOutReadyMessagesWithoutARecord(t *testing.T) {
 		map[string]int64{"2": 3, "4": 4})
 	wantCounts(t, b, sq, countsWithin, map[ojs.State]int64{ojs.StateAvailable: 4}, map[string]int64{"2": 4})
 }
+
+// Issue 31 item 2, what finding orphans costs: a backlog of seeds that
+// nobody fetches (no worker, a paused queue) is more ready messages than
+// the records account for, which the keeper reads to tell seeds from
+// orphans; once read, it is not read again while the ready stream holds
+// the same messages, and a message appended to it is looked at within
+// the 10 s the counts promise.
+func TestOrphanScanLeavesAnIdleBacklogAlone(t *testing.T) {
+	t.Parallel()
+	srv := natstest.RunServer(t)
+	_, js := natstest.Connect(t, srv)
+	b := setupCfg(t, js, admission.Config{})
+	const q = "idlebacklog"
+	for i := range 5 {
+		enqueue(t, b, fmt.Sprintf(`{"type":"o.t","args":[%d],"queue":%q,"priority":2}`, i, q))
+	}
+	wantCounts(t, b, q, countsWithin, map[ojs.State]int64{ojs.StateAvailable: 5}, map[string]int64{"2": 5})
+	// The seeds were read once they were old enough to judge.
+	var read int64
+	deadline := time.Now().Add(countsWithin)
+	for read = b.svc.OrphanScans(); read < 1; read = b.svc.OrphanScans() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the backlog was never read (scans %d)", read)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// Settle: a scan that met messages too young to judge (3 s) reads
+	// the level again once they are old enough.
+	time.Sleep(6 * time.Second)
+	read = b.svc.OrphanScans()
+	time.Sleep(8 * time.Second)
+	if now := b.svc.OrphanScans(); now != read {
+		t.Fatalf("an idle backlog was read %d more times in 8 s", now-read)
+	}
+	// A message appended (here an orphan of a producer that died) is
+	// looked at, and taken away, within 10 s.
+	orphanReady(t, b, q, 2)
+	wantCounts(t, b, q, countsWithin, map[ojs.State]int64{ojs.StateAvailable: 5}, map[string]int64{"2": 5})
+	if now := b.svc.OrphanScans(); now == read {
+		t.Fatal("the level was not read again after a message was appended")
+	}
+}

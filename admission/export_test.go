@@ -83,3 +83,16 @@ func (s *Service) KillCountKeeper() {
 	s.keeper.abandoned.Store(true)
 	s.keeper.Stop()
 }
+
+// OrphanScans is how many levels this process's count keeper has read
+// looking for orphans (-1: it keeps no count now).
+func (s *Service) OrphanScans() int64 {
+	if s.keeper == nil {
+		return -1
+	}
+	oc := s.keeper.orphans.Load()
+	if oc == nil {
+		return -1
+	}
+	return oc.scans.Load()
+}

@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/jetgate/jetgate/jetstream/jobstore"
@@ -57,7 +58,10 @@ import (
 // 0.9 s to read, 50 000 messages on 2 cores, waits 45 s), unless a crash
 // is suspected; each scan reads the whole level (a bounded queue's is at
 // most its depth; seeds are read with their bodies), never more than
-// scanMax messages (orphans past them are missed); one lookup by subject
+// scanMax messages (orphans past them are missed), and not again while
+// it holds the same messages (a backlog waiting, nothing appended to the
+// ready stream) and no crash is suspected, but for once every
+// orphanRescan; one lookup by subject
 // per orphan known, every second and before each answer.
 //
 // The numbers it gives: an orphan stops counting about minAge + 1 s after
@@ -74,12 +78,14 @@ type orphanCheck struct {
 	minAge time.Duration
 	// checkEvery, againAfter, scanEvery, scanCost, scanMax: see
 	// orphanCheck.
-	checkEvery, againAfter, scanEvery time.Duration
-	scanCost, scanMax                 int
+	checkEvery, againAfter, scanEvery, rescan time.Duration
+	scanCost, scanMax                         int
 
 	// levels are the known levels' states, by queue token and priority;
 	// read and written by watch only (the keeper's loop).
 	levels map[levelKey]*orphanLevel
+	// scans counts the levels read (for tests).
+	scans atomic.Int64
 	// suspected is when a crash was last suspected.
 	suspected time.Time
 	wasHeld   bool
@@ -91,8 +97,18 @@ type orphanLevel struct {
 	// excess is set while the last look found more ready messages than
 	// the records account for.
 	excess bool
-	// scanned is when the level was last scanned.
+	// scanned is when the level was last scanned; sig is its consumer's
+	// info at that look, and settled that the scan left no message too
+	// young to judge.
 	scanned time.Time
+	sig     levelSig
+	settled bool
+}
+
+// levelSig tells whether a level may hold other messages than it did.
+type levelSig struct {
+	info    levelInfo
+	lastSeq uint64
 }
 
 const (
@@ -101,11 +117,14 @@ const (
 	orphanScanEvery  = 3 * time.Second
 	orphanScanCost   = 50
 	orphanScanMax    = 50_000
+	// orphanRescan is how long a level that holds the same messages as at
+	// its last scan goes without another (see queue).
+	orphanRescan = time.Minute
 )
 
 func newOrphanCheck(s *Service) *orphanCheck {
 	return &orphanCheck{s: s, minAge: orphanMinAge, checkEvery: orphanCheckEvery, againAfter: time.Second,
-		scanEvery: orphanScanEvery, scanCost: orphanScanCost, scanMax: orphanScanMax,
+		scanEvery: orphanScanEvery, rescan: orphanRescan, scanCost: orphanScanCost, scanMax: orphanScanMax,
 		levels: map[levelKey]*orphanLevel{}, suspected: time.Now()}
 }
 
@@ -135,7 +154,7 @@ func (c *orphanCheck) watch(ctx context.Context, tl *tally, suspect bool) error 
 	known := map[string]bool{}
 	for _, q := range c.s.queues.list() {
 		known[topology.Token(q.Name)] = true
-		if err := c.queue(ctx, tl, q.Name, now); err != nil {
+		if err := c.queue(ctx, tl, q.Name, st.State.LastSeq, now); err != nil {
 			return err
 		}
 	}
@@ -149,7 +168,7 @@ func (c *orphanCheck) watch(ctx context.Context, tl *tally, suspect bool) error 
 
 // queue looks at the levels of one queue whose turn it is, and scans
 // those whose excess stays.
-func (c *orphanCheck) queue(ctx context.Context, tl *tally, name string, now time.Time) error {
+func (c *orphanCheck) queue(ctx context.Context, tl *tally, name string, lastSeq uint64, now time.Time) error {
 	tok := topology.Token(name)
 	var due []int
 	for _, p := range c.s.store.Levels(name) {
@@ -194,6 +213,19 @@ func (c *orphanCheck) queue(ctx context.Context, tl *tally, name string, now tim
 			}
 			continue
 		}
+		// A level that holds the same messages as at its last scan, which
+		// left none too young to judge, holds no orphan that scan did not
+		// find: its seeds are waiting, and reading them again every few
+		// seconds would cost an idle backlog (a paused queue, no workers)
+		// a steady stream of reads. The same messages: nothing was
+		// appended to the ready stream since (its last sequence), and the
+		// level's consumer counts the same (a removal moves its count or
+		// its floors). It is read again after rescan all the same.
+		sig := levelSig{info: in, lastSeq: lastSeq}
+		if !crash && !in.missing && l.settled && sig == l.sig && now.Before(l.scanned.Add(c.rescan)) {
+			continue
+		}
+		l.sig = sig
 		if err := c.scan(ctx, tl, name, p, l, now); err != nil {
 			return err
 		}
@@ -225,6 +257,7 @@ func (c *orphanCheck) scan(ctx context.Context, tl *tally, name string, prio int
 	if err != nil {
 		return fmt.Errorf("records not read up to the scan: %w", err)
 	}
+	c.scans.Add(1)
 	tok := topology.Token(name)
 	found := map[uint64]orphanMsg{}
 	began := time.Now()
@@ -258,6 +291,7 @@ func (c *orphanCheck) scan(ctx context.Context, tl *tally, name string, prio int
 	cost := now.Add(time.Duration(c.scanCost) * time.Since(began))
 	l.nextScan = later(now.Add(c.scanEvery), cost)
 	l.excess = !young.IsZero()
+	l.settled = pos.Done && young.IsZero()
 	if l.excess {
 		// Messages too young to judge: the level is scanned again once
 		// they are old enough (or the cost allows).
