@@ -1,6 +1,7 @@
 package httpbind
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -62,8 +63,14 @@ func (s *server) logError(r *http.Request, e apiError, err error) {
 		return
 	}
 	level := slog.LevelError
-	if r.Context().Err() != nil {
+	switch {
+	case r.Context().Err() != nil:
 		level = slog.LevelDebug // the client went away; nothing to fix here
+	case errors.Is(err, ojs.ErrShuttingDown):
+		// The 503 of a server shutting down (a blocked producer, a
+		// fetch) is an expected answer: the client tries another
+		// process. natsbind logs it the same way.
+		level = slog.LevelInfo
 	}
 	s.log.Log(r.Context(), level, "request failed",
 		"method", r.Method, "path", r.URL.Path, "status", e.Status,

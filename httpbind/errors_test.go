@@ -149,3 +149,20 @@ func TestErrorMapping_ShuttingDownRetryAfter(t *testing.T) {
 		t.Errorf("Retry-After = %q", r.Header.Get("Retry-After"))
 	}
 }
+
+// Issue 31: the 503 of a server shutting down (a blocked producer at
+// SIGTERM) is an expected answer, logged at Info as natsbind logs it; any
+// other 5xx stays at Error.
+func TestShuttingDownIsLoggedAtInfo(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{})
+	b.fake.err = fmt.Errorf("wait for room in queue q: %w", ojs.ErrShuttingDown)
+	r := b.do(t, "POST", "/ojs/v1/jobs", `{"type":"t","args":[]}`, sdkHeaders)
+	if r.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("status %d, want 503: %s", r.StatusCode, r.raw)
+	}
+	logs := b.logs.String()
+	if !strings.Contains(logs, "level=INFO msg=\"request failed\"") || strings.Contains(logs, "level=ERROR") {
+		t.Fatalf("the shutdown 503 was not logged at Info (and only there):\n%s", logs)
+	}
+}
