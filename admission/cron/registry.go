@@ -94,13 +94,30 @@ func quote(s string) string {
 // finds no definition of its generation and is dropped; the other order
 // could leave a definition that never fires.
 func (s *Scheduler) CronRegister(ctx context.Context, cj ojs.CronJob) (*ojs.CronJob, error) {
-	now := s.clock.Now()
-	_, next, err := validate(&cj, now)
+	cj.CreatedAt = ojs.NewTime(s.clock.Now())
+	cj.LastRunAt, cj.LastJobID, cj.CancelJobID = nil, "", ""
+	return s.store(ctx, cj, func(b []byte) error {
+		_, err := s.kv.Create(ctx, topology.Token(cj.Name), b)
+		switch {
+		case errors.Is(err, jetstream.ErrKeyExists):
+			return fmt.Errorf("cron job '%s' already exists: %w", cj.Name, ojs.ErrDuplicate)
+		case err != nil:
+			return fmt.Errorf("register cron job %s: %w", cj.Name, jobstore.Unavailable(err))
+		}
+		return nil
+	})
+}
+
+// store validates cj as a new registration (generation), schedules its
+// first tick and then writes the definition with write (a create, or a
+// compare-and-swap over the registration it replaces); a write that
+// fails takes the schedule back. The schedule comes first: see
+// CronRegister.
+func (s *Scheduler) store(ctx context.Context, cj ojs.CronJob, write func([]byte) error) (*ojs.CronJob, error) {
+	_, next, err := validate(&cj, s.clock.Now())
 	if err != nil {
 		return nil, err
 	}
-	cj.CreatedAt = ojs.NewTime(now)
-	cj.LastRunAt, cj.LastJobID, cj.CancelJobID = nil, "", ""
 	r := newRecord(cj, next)
 	b, err := json.Marshal(r)
 	if err != nil {
@@ -112,12 +129,9 @@ func (s *Scheduler) CronRegister(ctx context.Context, cj ojs.CronJob) (*ojs.Cron
 	if err := s.schedule(ctx, r); err != nil {
 		return nil, err
 	}
-	if _, err := s.kv.Create(ctx, topology.Token(cj.Name), b); err != nil {
+	if err := write(b); err != nil {
 		s.unschedule(r)
-		if errors.Is(err, jetstream.ErrKeyExists) {
-			return nil, fmt.Errorf("cron job '%s' already exists: %w", cj.Name, ojs.ErrDuplicate)
-		}
-		return nil, fmt.Errorf("register cron job %s: %w", cj.Name, jobstore.Unavailable(err))
+		return nil, err
 	}
 	out := r.CronJob
 	return &out, nil
@@ -296,32 +310,21 @@ var errLost = errors.New("cron job changed meanwhile")
 // new schedule first, then the definition (compare-and-swap), then the old
 // schedule is removed. errLost: old changed meanwhile.
 func (s *Scheduler) replace(ctx context.Context, old *record, rev uint64, cj ojs.CronJob) (*ojs.CronJob, error) {
-	now := s.clock.Now()
-	_, next, err := validate(&cj, now)
-	if err != nil {
-		return nil, err
-	}
 	cj.CreatedAt = old.CreatedAt
 	cj.LastRunAt, cj.LastJobID, cj.CancelJobID = old.LastRunAt, old.LastJobID, ""
-	r := newRecord(cj, next)
-	b, err := json.Marshal(r)
+	out, err := s.store(ctx, cj, func(b []byte) error {
+		_, err := s.kv.Update(ctx, topology.Token(cj.Name), b, rev)
+		switch {
+		case casLost(err) || errors.Is(err, jetstream.ErrKeyNotFound):
+			return errLost
+		case err != nil:
+			return fmt.Errorf("replace cron job %s: %w", cj.Name, jobstore.Unavailable(err))
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	if err := s.checkSize(r, b); err != nil {
-		return nil, err
-	}
-	if err := s.schedule(ctx, r); err != nil {
-		return nil, err
-	}
-	if _, err := s.kv.Update(ctx, topology.Token(cj.Name), b, rev); err != nil {
-		s.unschedule(r)
-		if casLost(err) || errors.Is(err, jetstream.ErrKeyNotFound) {
-			return nil, errLost
-		}
-		return nil, fmt.Errorf("replace cron job %s: %w", cj.Name, jobstore.Unavailable(err))
-	}
 	s.unschedule(old)
-	out := r.CronJob
-	return &out, nil
+	return out, nil
 }
