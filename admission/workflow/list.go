@@ -14,10 +14,11 @@ import (
 	"github.com/jetgate/jetgate/jetstream/topology"
 )
 
-// Page sizes of GET /ojs/v1/workflows (the admin API's: 50, at most 200).
+// Page sizes of GET /ojs/v1/workflows, the admin API listings' (wire's
+// ParseAdminPage reads the query with them): 20, at most 100.
 const (
-	DefaultPerPage = 50
-	MaxPerPage     = 200
+	DefaultPerPage = 20
+	MaxPerPage     = 100
 )
 
 // Workflows is GET /ojs/v1/workflows?page&per_page[&state] (issue 32): the
