@@ -358,41 +358,16 @@ func (s *Service) recentSamples(ctx context.Context, queue string) (hour, minute
 		return hour, minute, nil
 	}
 	now := s.now()
-	cons, err := s.js.OrderedConsumer(ctx, topology.StatStream, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{subj},
-		DeliverPolicy:  jetstream.DeliverByStartTimePolicy,
-		OptStartTime:   ptr(now.Add(-topology.StatWindow)),
+	err = s.readSamples(ctx, subj, now.Add(-topology.StatWindow), func(smp statSample, at time.Time) {
+		add(&hour, smp)
+		if now.Sub(at) <= time.Minute {
+			add(&minute, smp)
+		}
 	})
 	if err != nil {
-		return hour, minute, fmt.Errorf("stats of %s: %w", queue, jobstore.Unavailable(err))
+		return hour, minute, fmt.Errorf("stats of %s: %w", queue, err)
 	}
-	for {
-		batch, err := cons.Fetch(500, jetstream.FetchMaxWait(500*time.Millisecond))
-		if err != nil {
-			return hour, minute, fmt.Errorf("stats of %s: %w", queue, jobstore.Unavailable(err))
-		}
-		var last uint64 = 1
-		n := 0
-		for m := range batch.Messages() {
-			n++
-			var smp statSample
-			if json.Unmarshal(m.Data(), &smp) != nil {
-				continue
-			}
-			add(&hour, smp)
-			md, err := m.Metadata()
-			if err != nil {
-				continue
-			}
-			if now.Sub(md.Timestamp) <= time.Minute {
-				add(&minute, smp)
-			}
-			last = md.NumPending
-		}
-		if n == 0 || last == 0 {
-			return hour, minute, nil
-		}
-	}
+	return hour, minute, nil
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -49,9 +49,22 @@ func (s *Service) Throughput(ctx context.Context) (ojs.Throughput, error) {
 // last minute.
 func (s *Service) lastMinuteSamples(ctx context.Context) (statSample, error) {
 	var sum statSample
-	since := s.now().Add(-throughputWindow)
+	err := s.readSamples(ctx, topology.StatSubjects, s.now().Add(-throughputWindow), func(smp statSample, _ time.Time) {
+		add(&sum, smp)
+	})
+	if err != nil {
+		return sum, fmt.Errorf("throughput: %w", err)
+	}
+	return sum, nil
+}
+
+// readSamples hands visit every activity sample stored on subject (a
+// filter) since since, with the time it was stored, read by one ordered
+// consumer: at most one sample per second per process and queue that had
+// activity, whatever the number of jobs.
+func (s *Service) readSamples(ctx context.Context, subject string, since time.Time, visit func(statSample, time.Time)) error {
 	cons, err := s.js.OrderedConsumer(ctx, topology.StatStream, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{topology.StatSubjects},
+		FilterSubjects: []string{subject},
 		DeliverPolicy:  jetstream.DeliverByStartTimePolicy,
 		OptStartTime:   &since,
 		// Gone soon after this read, not after nats.go's default of five
@@ -59,31 +72,33 @@ func (s *Service) lastMinuteSamples(ctx context.Context) (statSample, error) {
 		InactiveThreshold: 10 * time.Second,
 	})
 	if err != nil {
-		return sum, fmt.Errorf("throughput: %w", jobstore.Unavailable(err))
+		return jobstore.Unavailable(err)
 	}
 	for {
 		// No wait: the samples of the window are stored already, and an
 		// empty window answers at once.
 		batch, err := cons.FetchNoWait(500)
 		if err != nil {
-			return sum, fmt.Errorf("throughput: %w", jobstore.Unavailable(err))
+			return jobstore.Unavailable(err)
 		}
 		n, pending := 0, uint64(0)
 		for m := range batch.Messages() {
 			n++
+			md, err := m.Metadata()
+			if err != nil {
+				continue
+			}
+			pending = md.NumPending
 			var smp statSample
 			if json.Unmarshal(m.Data(), &smp) == nil {
-				add(&sum, smp)
-			}
-			if md, err := m.Metadata(); err == nil {
-				pending = md.NumPending
+				visit(smp, md.Timestamp)
 			}
 		}
 		if err := batch.Error(); err != nil && n == 0 {
-			return sum, fmt.Errorf("throughput: %w", jobstore.Unavailable(err))
+			return jobstore.Unavailable(err)
 		}
 		if n == 0 || pending == 0 {
-			return sum, nil
+			return nil
 		}
 	}
 }
