@@ -111,7 +111,7 @@ func (g *gauges) load(ctx context.Context) error {
 		return jobstore.Unavailable(err)
 	}
 	for subj := range info.State.Subjects {
-		rest, ok := strings.CutPrefix(subj, "ojs.count.")
+		rest, ok := strings.CutPrefix(subj, strings.TrimSuffix(topology.CountSubjects, ">"))
 		i := strings.LastIndexByte(rest, '.')
 		if !ok || i < 0 || !keptName(rest[i+1:]) {
 			continue

@@ -102,7 +102,11 @@ type appliedWaiter struct {
 // counter name (ojs.count.<queue>.<name>).
 type gaugeKey struct{ queue, name string }
 
-func (g gaugeKey) subject() string { return "ojs.count." + g.queue + "." + g.name }
+// subject is the counter's subject; queue is a token already, which
+// topology.CountSubject would escape again.
+func (g gaugeKey) subject() string {
+	return fmt.Sprintf(topology.CountSubjectPattern, g.queue, g.name)
+}
 
 func newTally(heldFor time.Duration) *tally {
 	return &tally{heldFor: heldFor, jobs: map[string]tallyJob{}, held: map[string]heldJob{},

@@ -263,6 +263,63 @@ func (n numbers) check(t *testing.T, want map[string]int64) string {
 	return ""
 }
 
+// killMidEnqueue has producers enqueue on queue, each job's args tag
+// followed by the producer and its count, until n more jobs are answered
+// 201 (counted in created); then it kills jetgate under them and waits
+// for the producers to stop.
+func (j *servedJetgate) killMidEnqueue(queue string, producers int, n int64, created *atomic.Int64, tag ...any) {
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for p := range producers {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				args := append(append([]any{}, tag...), p, i)
+				status, err := j.call("POST", "/ojs/v1/jobs",
+					map[string]any{"type": "k.t", "args": args, "queue": queue, "priority": 1 + 2*(i%2)}, nil)
+				if err != nil {
+					return // the process is gone
+				}
+				if status == 201 {
+					created.Add(1)
+				}
+			}
+		})
+	}
+	for at := created.Load(); created.Load() < at+n; {
+		time.Sleep(5 * time.Millisecond)
+	}
+	j.kill()
+	close(stop)
+	wg.Wait()
+}
+
+// waitNumbers waits until every reader of queue's depth shows want, and
+// fails the test (its message begun with what) if one does not within
+// 10 s.
+func (j *servedJetgate) waitNumbers(queue string, want map[string]int64, what string) {
+	j.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		n, err := j.numbers(queue)
+		if err != nil {
+			j.t.Fatal(err)
+		}
+		diff := n.check(j.t, want)
+		if diff == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			j.t.Fatalf("%safter 10 s: %s", what, diff)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 func freePort(t *testing.T) int {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -302,33 +359,7 @@ func TestCountsAfterKill9MidEnqueue(t *testing.T) {
 
 	// Producers enqueue until the kill; jobs answered 201 are counted.
 	var created atomic.Int64
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for p := range 4 {
-		wg.Go(func() {
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				status, err := j.call("POST", "/ojs/v1/jobs",
-					map[string]any{"type": "k.t", "args": []any{p, i}, "queue": q, "priority": 1 + 2*(i%2)}, nil)
-				if err != nil {
-					return // the process is gone
-				}
-				if status == 201 {
-					created.Add(1)
-				}
-			}
-		})
-	}
-	for created.Load() < 60 {
-		time.Sleep(5 * time.Millisecond)
-	}
-	j.kill()
-	close(stop)
-	wg.Wait()
+	j.killMidEnqueue(q, 4, 60, &created)
 
 	j.start()
 	truth := map[string]int64{"available": j.listed(q, "available"), "scheduled": j.listed(q, "scheduled"),
@@ -337,31 +368,13 @@ func TestCountsAfterKill9MidEnqueue(t *testing.T) {
 		t.Fatalf("listed after the restart %v; want at least %d available (answered 201), 3 scheduled, 2 active",
 			truth, 2+created.Load())
 	}
-	waitNumbers := func(want map[string]int64) {
-		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			n, err := j.numbers(q)
-			if err != nil {
-				t.Fatal(err)
-			}
-			diff := n.check(t, want)
-			if diff == "" {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("after 10 s: %s", diff)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
-	waitNumbers(truth)
+	j.waitNumbers(q, truth, "")
 
 	for i := range 3 {
 		j.must("POST", "/ojs/v1/jobs", map[string]any{"type": "k.t", "args": []any{"after", i}, "queue": q}, nil)
 	}
 	truth["available"] += 3
-	waitNumbers(truth)
+	j.waitNumbers(q, truth, "")
 
 	var got int64
 	for {
@@ -379,7 +392,7 @@ func TestCountsAfterKill9MidEnqueue(t *testing.T) {
 	}
 	truth["active"] += got
 	truth["available"] = 0
-	waitNumbers(truth)
+	j.waitNumbers(q, truth, "")
 }
 
 // Issue 31 item 2, a claim that holds its ready message: jetgate killed
@@ -537,33 +550,7 @@ func TestCountsAfterKill9MidBoundedEnqueue(t *testing.T) {
 	var created atomic.Int64
 	var orphans int64
 	for round := 0; round < 4 && orphans == 0; round++ {
-		stop := make(chan struct{})
-		var wg sync.WaitGroup
-		for p := range 12 {
-			wg.Go(func() {
-				for i := 0; ; i++ {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					status, err := j.call("POST", "/ojs/v1/jobs",
-						map[string]any{"type": "k.t", "args": []any{round, p, i}, "queue": q, "priority": 1 + 2*(i%2)}, nil)
-					if err != nil {
-						return // the process is gone
-					}
-					if status == 201 {
-						created.Add(1)
-					}
-				}
-			})
-		}
-		for at := created.Load(); created.Load() < at+80; {
-			time.Sleep(5 * time.Millisecond)
-		}
-		j.kill()
-		close(stop)
-		wg.Wait()
+		j.killMidEnqueue(q, 12, 80, &created, round)
 
 		j.start()
 		truth := map[string]int64{"available": j.listed(q, "available"), "scheduled": 0, "active": 0}
@@ -574,21 +561,7 @@ func TestCountsAfterKill9MidBoundedEnqueue(t *testing.T) {
 		orphans = readyLeft(t, natsAddr, q) - truth["available"]
 		t.Logf("round %d: %d jobs answered 201, %d available, %d ready messages without a job", round,
 			created.Load(), truth["available"], orphans)
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			n, err := j.numbers(q)
-			if err != nil {
-				t.Fatal(err)
-			}
-			diff := n.check(t, truth)
-			if diff == "" {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("round %d, after 10 s, with %d orphans: %s", round, orphans, diff)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		j.waitNumbers(q, truth, fmt.Sprintf("round %d, with %d orphans, ", round, orphans))
 	}
 	if orphans == 0 {
 		t.Log("no kill landed between a ready message and its record: the numbers were checked without orphans")
