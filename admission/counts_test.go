@@ -416,28 +416,27 @@ func TestOrphanScanLeavesAnIdleBacklogAlone(t *testing.T) {
 		enqueue(t, b, fmt.Sprintf(`{"type":"o.t","args":[%d],"queue":%q,"priority":2}`, i, q))
 	}
 	wantCounts(t, b, q, countsWithin, map[ojs.State]int64{ojs.StateAvailable: 5}, map[string]int64{"2": 5})
-	// The seeds were read once they were old enough to judge.
-	var read int64
-	deadline := time.Now().Add(countsWithin)
-	for read = b.svc.OrphanScans(); read < 1; read = b.svc.OrphanScans() {
+	// The seeds were read once they were old enough to judge (a read
+	// that met messages too young, under 3 s, reads the level again once
+	// they are old enough; the last read leaves none).
+	deadline := time.Now().Add(2 * countsWithin)
+	for _, settled := b.svc.OrphanScans(); settled < 1; _, settled = b.svc.OrphanScans() {
 		if time.Now().After(deadline) {
-			t.Fatalf("the backlog was never read (scans %d)", read)
+			scans, settled := b.svc.OrphanScans()
+			t.Fatalf("the backlog was never read whole (reads %d, whole %d)", scans, settled)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	// Settle: a scan that met messages too young to judge (3 s) reads
-	// the level again once they are old enough.
-	time.Sleep(6 * time.Second)
-	read = b.svc.OrphanScans()
+	read, _ := b.svc.OrphanScans()
 	time.Sleep(8 * time.Second)
-	if now := b.svc.OrphanScans(); now != read {
+	if now, _ := b.svc.OrphanScans(); now != read {
 		t.Fatalf("an idle backlog was read %d more times in 8 s", now-read)
 	}
 	// A message appended (here an orphan of a producer that died) is
 	// looked at, and taken away, within 10 s.
 	orphanReady(t, b, q, 2)
 	wantCounts(t, b, q, countsWithin, map[ojs.State]int64{ojs.StateAvailable: 5}, map[string]int64{"2": 5})
-	if now := b.svc.OrphanScans(); now == read {
+	if now, _ := b.svc.OrphanScans(); now == read {
 		t.Fatal("the level was not read again after a message was appended")
 	}
 }

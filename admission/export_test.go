@@ -85,14 +85,15 @@ func (s *Service) KillCountKeeper() {
 }
 
 // OrphanScans is how many levels this process's count keeper has read
-// looking for orphans (-1: it keeps no count now).
-func (s *Service) OrphanScans() int64 {
+// looking for orphans, and how many of those reads left no message too
+// young to judge (-1, -1: it keeps no count now).
+func (s *Service) OrphanScans() (scans, settled int64) {
 	if s.keeper == nil {
-		return -1
+		return -1, -1
 	}
 	oc := s.keeper.orphans.Load()
 	if oc == nil {
-		return -1
+		return -1, -1
 	}
-	return oc.scans.Load()
+	return oc.scans.Load(), oc.settled.Load()
 }

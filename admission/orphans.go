@@ -84,8 +84,9 @@ type orphanCheck struct {
 	// levels are the known levels' states, by queue token and priority;
 	// read and written by watch only (the keeper's loop).
 	levels map[levelKey]*orphanLevel
-	// scans counts the levels read (for tests).
-	scans atomic.Int64
+	// scans counts the levels read, settled those of them that left no
+	// message too young to judge (for tests).
+	scans, settled atomic.Int64
 	// suspected is when a crash was last suspected.
 	suspected time.Time
 	wasHeld   bool
@@ -292,6 +293,9 @@ func (c *orphanCheck) scan(ctx context.Context, tl *tally, name string, prio int
 	l.nextScan = later(now.Add(c.scanEvery), cost)
 	l.excess = !young.IsZero()
 	l.settled = pos.Done && young.IsZero()
+	if l.settled {
+		c.settled.Add(1)
+	}
 	if l.excess {
 		// Messages too young to judge: the level is scanned again once
 		// they are old enough (or the cost allows).
