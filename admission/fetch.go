@@ -241,7 +241,10 @@ func (s *Service) claimAll(ctx context.Context, queue string, msgs []jetstream.M
 		}
 	}
 	jobs := make([]*ojs.Job, len(msgs))
-	refused := make([]bool, len(msgs))
+	var refused []bool // errOverBudget comes only under a budget
+	if req.Budget != nil {
+		refused = make([]bool, len(msgs))
+	}
 	claim := func(i int) {
 		j, err := s.claim(ctx, msgs[i], turns[i], req)
 		switch {

@@ -104,8 +104,7 @@ func (s *Service) Nack(ctx context.Context, req ojs.NackRequest) (*ojs.NackResul
 	if nj.State == ojs.StateRetryable {
 		res.NextAttemptAt = nj.NextAttemptAt
 		if nj.NextAttemptAt != nil {
-			delay := int64((max(nj.NextAttemptAt.Sub(s.now()), 0) + time.Millisecond - 1) / time.Millisecond)
-			res.RetryDelayMs = &delay
+			res.RetryDelayMs = millisUntil(s.now(), nj.NextAttemptAt.Time)
 		}
 	} else {
 		res.DiscardedAt, res.CompletedAt = nj.DiscardedAt, nj.CompletedAt
@@ -149,6 +148,13 @@ func (s *Service) requeue(ctx context.Context, req ojs.NackRequest) (*ojs.NackRe
 	s.events.PublishJob(EventJobEnqueued, nj, map[string]any{"requeued": true, "previous_state": ojs.StateActive})
 	return &ojs.NackResult{ID: nj.ID, JobID: nj.ID, State: nj.State, Attempt: nj.Attempt,
 		MaxAttempts: nj.MaxAttempts, Requeued: true}, nil
+}
+
+// millisUntil is the time from now to t in milliseconds, rounded up, at
+// least 0: a retry_delay_ms.
+func millisUntil(now, t time.Time) *int64 {
+	ms := int64((max(t.Sub(now), 0) + time.Millisecond - 1) / time.Millisecond)
+	return &ms
 }
 
 // failed computes the record after a failed attempt of active job j, and
@@ -196,8 +202,7 @@ func (s *Service) failed(j *ojs.Job, e ojs.JobError, re *reentry) (*ojs.Job, fun
 		nj.NextAttemptAt = ojs.NewTime(next)
 		// The backoff before the next attempt, which that attempt's
 		// fetch carries (issue 32), in milliseconds rounded up.
-		delay := int64((max(next.Sub(now), 0) + time.Millisecond - 1) / time.Millisecond)
-		nj.RetryDelayMs = &delay
+		nj.RetryDelayMs = millisUntil(now, next)
 		return nj, func(ctx context.Context, nj *ojs.Job) error {
 			if err := s.take(ctx, re, nj); err != nil {
 				return err

@@ -101,6 +101,14 @@ func (o *own) keepJob(subject string, env *envFields, jd *jobData) {
 	if len(jd.Result) > 0 {
 		s.jd.Result = s.result
 	}
+	s.adoptJob()
+	o.mu.Unlock()
+}
+
+// adoptJob points the pointer fields of s.jd that are set at s's own
+// fields, copying the values they point at, so that s.jd shares nothing
+// with the job (or slot) it was copied from.
+func (s *ownSlot) adoptJob() {
 	copyPtr(&s.jd.Priority, &s.ints[0])
 	copyPtr(&s.jd.Attempt, &s.ints[1])
 	copyPtr(&s.jd.MaxAttempts, &s.ints[2])
@@ -113,7 +121,6 @@ func (o *own) keepJob(subject string, env *envFields, jd *jobData) {
 	copyPtr(&s.jd.VisibleUntil, &s.times[2])
 	copyPtr(&s.jd.CreatedAt, &s.times[3])
 	copyPtr(&s.jd.ExpiredAt, &s.times[4])
-	o.mu.Unlock()
 }
 
 // copyPtr copies *(*p) into dst and points *p at dst, when *p is set.
@@ -144,33 +151,15 @@ func (s *ownSlot) copyTo(d *ownSlot, buf []byte) []byte {
 		d.data = buf[start:len(buf):len(buf)]
 		return buf
 	}
-	d.env, d.jd, d.ints, d.int64s, d.worker, d.times = s.env, s.jd, s.ints, s.int64s, s.worker, s.times
+	d.env, d.jd = s.env, s.jd
 	start := len(buf)
 	buf = append(buf, s.result...)
 	d.result = buf[start:len(buf):len(buf)]
 	if len(s.jd.Result) > 0 {
 		d.jd.Result = d.result
 	}
-	repoint(&d.jd.Priority, &d.ints[0])
-	repoint(&d.jd.Attempt, &d.ints[1])
-	repoint(&d.jd.MaxAttempts, &d.ints[2])
-	repoint(&d.jd.TotalAttempts, &d.ints[3])
-	repoint(&d.jd.DurationMs, &d.int64s[0])
-	repoint(&d.jd.TTLMs, &d.int64s[1])
-	repoint(&d.jd.WorkerID, &d.worker)
-	repoint(&d.jd.NextRetryAt, &d.times[0])
-	repoint(&d.jd.ScheduledAt, &d.times[1])
-	repoint(&d.jd.VisibleUntil, &d.times[2])
-	repoint(&d.jd.CreatedAt, &d.times[3])
-	repoint(&d.jd.ExpiredAt, &d.times[4])
+	d.adoptJob() // copies the values s's pointers hold into d
 	return buf
-}
-
-// repoint points *p at dst, when *p is set (dst holds the value already).
-func repoint[T any](p **T, dst *T) {
-	if *p != nil {
-		*p = dst
-	}
 }
 
 // encoded returns the slot's event as bytes: its own, or its encoding

@@ -427,7 +427,7 @@ func TestOwnEventsReadAcrossChunks(t *testing.T) {
 
 // Issue 32 events: a job event kept unencoded shares no pointer with the
 // job data it was made from, for every pointer and slice field of jobData
-// (a field added later must be copied by keepJob and copyTo too, or this
+// (a field added later must be copied by adoptJob too, or this
 // fails), nor does a read's copy share one with the ring.
 func TestOwnLazyEventsShareNothing(t *testing.T) {
 	t.Parallel()

@@ -116,6 +116,17 @@ func connectApp(t testing.TB, s *app.Server) (*nats.Conn, jetstream.JetStream) {
 
 func startApp(t testing.TB, cfg app.Config) *app.Server {
 	t.Helper()
+	lw := natstest.NewLogWriter(t)
+	s := startLogged(t, cfg, slog.New(slog.NewTextHandler(lw, &slog.HandlerOptions{Level: slog.LevelError})))
+	t.Cleanup(lw.Stop) // registered last, runs first: no logging after the test ends
+	return s
+}
+
+// startLogged starts jetgate with cfg on free ports (in a temp data dir
+// unless cfg names one), logging to log, and shuts it down when the test
+// ends.
+func startLogged(t testing.TB, cfg app.Config, log *slog.Logger) *app.Server {
+	t.Helper()
 	if cfg.DataDir == "" {
 		cfg.DataDir = t.TempDir()
 	}
@@ -125,8 +136,7 @@ func startApp(t testing.TB, cfg app.Config) *app.Server {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	lw := natstest.NewLogWriter(t)
-	s, err := app.Start(ctx, cfg, slog.New(slog.NewTextHandler(lw, &slog.HandlerOptions{Level: slog.LevelError})))
+	s, err := app.Start(ctx, cfg, log)
 	if err != nil {
 		t.Fatalf("start jetgate: %v", err)
 	}
@@ -135,7 +145,6 @@ func startApp(t testing.TB, cfg app.Config) *app.Server {
 		defer cancel()
 		_ = s.Shutdown(ctx)
 	})
-	t.Cleanup(lw.Stop) // registered last, runs first: no logging after the test ends
 	return s
 }
 

@@ -167,19 +167,7 @@ func natsServes(t *testing.T, url string, opts ...nats.Option) {
 // startWith starts jetgate on free ports with cfg, logging at info to log.
 func startWith(t *testing.T, cfg app.Config, log *logBuffer) *app.Server {
 	t.Helper()
-	cfg.HTTPAddr, cfg.NatsAddr = "127.0.0.1:0", "127.0.0.1:0"
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	s, err := app.Start(ctx, cfg, slog.New(slog.NewTextHandler(log, nil)))
-	if err != nil {
-		t.Fatalf("start jetgate: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = s.Shutdown(ctx)
-	})
-	return s
+	return startLogged(t, cfg, slog.New(slog.NewTextHandler(log, nil)))
 }
 
 // logBuffer collects log lines from any goroutine.

@@ -106,16 +106,7 @@ func (c *checker) value(i int) (int, *Problem) {
 	case '[':
 		return c.array(i)
 	}
-	// A number, true, false or null: up to the next delimiter.
-	j := i
-	for j < len(c.b) {
-		switch c.b[j] {
-		case ',', '}', ']', ' ', '\t', '\n', '\r':
-			return j, nil
-		}
-		j++
-	}
-	return j, nil
+	return valueEnd(c.b, i), nil // a number, true, false or null
 }
 
 // object checks the object at b[i]: its keys (text, and each given once)
